@@ -1,0 +1,1 @@
+"""Attention Atlas web app (FastAPI)."""

@@ -1,0 +1,14 @@
+"""Attention Atlas's model core: our own hookable transformer, its trace, tokenizers and loaders."""
+
+from .config import ModelConfig
+from .hooks import HookPoint, Run
+from .lm import LanguageModel
+from .loading import ModelLoadError, load, save
+from .tokenizer import Tokenizer
+from .trace import Trace
+from .transformer import Transformer
+
+__all__ = [
+    "HookPoint", "LanguageModel", "ModelConfig", "ModelLoadError", "Run", "Tokenizer", "Trace",
+    "Transformer", "load", "save",
+]  # fmt: skip

@@ -1,0 +1,117 @@
+"""`load()`: a bundled model by name, a folder in our format, or a Hugging Face model folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from .config import ModelConfig
+from .hf_convert import SUPPORTED, UnsupportedModel, config_from_hf, state_dict_from_hf
+from .lm import LanguageModel
+from .tokenizer import Tokenizer
+from .transformer import Transformer
+
+CHECKPOINTS = Path(__file__).parent / "checkpoints"
+BUNDLED = ("classroom",)
+
+
+class ModelLoadError(ValueError):
+    pass
+
+
+def bundled_path(name: str) -> Path:
+    return CHECKPOINTS / name
+
+
+def load(name_or_path: str | Path, device: str = "cpu", dtype: torch.dtype = torch.float32) -> LanguageModel:
+    """Load a model by bundled name or folder path. Errors say what is wrong and what is supported."""
+    folder = bundled_path(str(name_or_path)) if str(name_or_path) in BUNDLED else Path(name_or_path)
+    if str(name_or_path) in BUNDLED and not (folder / "model.safetensors").exists():
+        raise ModelLoadError(
+            f"the bundled model {name_or_path!r} is not in {folder}; train it with `python -m model.train`"
+        )
+    if not folder.is_dir():
+        raise ModelLoadError(f"{name_or_path!r} is neither a bundled model ({', '.join(BUNDLED)}) nor a folder")
+    config_file = folder / "config.json"
+    if not config_file.exists():
+        raise ModelLoadError(f"{folder} has no config.json")
+    try:
+        raw = json.loads(config_file.read_text())
+    except json.JSONDecodeError as e:
+        raise ModelLoadError(f"{config_file} is not valid JSON: {e}") from e
+    name = folder.name if str(name_or_path) not in BUNDLED else str(name_or_path)
+    try:
+        cfg, sd = _read_ours(folder, raw, name) if "arch" in raw else _read_hf(folder, raw, name)
+    except UnsupportedModel as e:
+        raise ModelLoadError(str(e)) from e
+    except (KeyError, TypeError) as e:
+        raise ModelLoadError(f"{folder}: config or weights are missing {e}; supported: {SUPPORTED}") from e
+    net = build(cfg, sd, folder)
+    tok_file = folder / "tokenizer.json"
+    if not tok_file.exists():
+        raise ModelLoadError(f"{folder} has no tokenizer.json (Hugging Face `tokenizers` format)")
+    card = folder / "MODEL_CARD.md"
+    return LanguageModel(
+        net.to(device=device, dtype=dtype).eval(),
+        Tokenizer.from_file(tok_file),
+        name=name,
+        card=card.read_text() if card.exists() else None,
+    )
+
+
+def _read_ours(folder: Path, raw: dict, name: str):
+    cfg = ModelConfig.from_dict({**raw, "name": name})
+    return cfg, _read_weights(folder)
+
+
+def _read_hf(folder: Path, raw: dict, name: str):
+    cfg = config_from_hf(raw, name)
+    return cfg, state_dict_from_hf(cfg, _read_weights(folder))
+
+
+def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
+    try:
+        if (folder / "model.safetensors").exists():
+            return load_file(folder / "model.safetensors")
+        index = folder / "model.safetensors.index.json"
+        if index.exists():
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            return {k: v for s in shards for k, v in load_file(folder / Path(s).name).items()}
+        if (folder / "pytorch_model.bin").exists():
+            return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    except (SafetensorError, OSError, RuntimeError, json.JSONDecodeError) as e:
+        raise ModelLoadError(f"the weights in {folder} are corrupt or unreadable: {e}") from e
+    raise ModelLoadError(f"{folder} has no model.safetensors or pytorch_model.bin")
+
+
+def build(cfg: ModelConfig, sd: dict[str, torch.Tensor], folder: Path | str = "weights") -> Transformer:
+    net = Transformer(cfg)
+    expected = net.state_dict()
+    missing = [k for k in expected if k not in sd and not (cfg.tie_embeddings and k == "unembed.weight")]
+    if missing:
+        raise ModelLoadError(f"{folder}: weights missing for {missing[:5]} ({len(missing)} in all)")
+    for k, v in sd.items():
+        if k in expected and expected[k].shape != v.shape:
+            raise ModelLoadError(f"{folder}: {k} has shape {tuple(v.shape)}, config says {tuple(expected[k].shape)}")
+    net.load_state_dict({k: v.float() for k, v in sd.items() if k in expected}, strict=False)
+    return net
+
+
+def save(lm_net: Transformer, tokenizer: Tokenizer, folder: Path, card: str | None = None) -> None:
+    """Write our own format: config.json + model.safetensors + tokenizer.json (+ MODEL_CARD.md)."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = {k: v for k, v in lm_net.cfg.to_dict().items() if k != "name"}
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    sd = {k: v.detach().cpu().contiguous() for k, v in lm_net.state_dict().items()}
+    if lm_net.cfg.tie_embeddings:
+        sd.pop("unembed.weight")
+    save_file(sd, folder / "model.safetensors")
+    tokenizer.hf.save(str(folder / "tokenizer.json"))
+    if card is not None:
+        (folder / "MODEL_CARD.md").write_text(card)

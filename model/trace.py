@@ -1,0 +1,88 @@
+"""The trace of one prompt: everything the app shows, captured in one forward pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .hooks import Run
+from .transformer import Transformer
+
+
+@dataclass(frozen=True)
+class Trace:
+    token_ids: list[int]
+    tokens: list[str]  # display strings, see tokenizer.make_visible
+    attention: torch.Tensor  # (L, H, n, n) softmax probabilities, float32
+    resid_norms: torch.Tensor  # (2L+1, n) |x| after embedding, then after each attention and MLP add
+    stage_names: list[str]  # 2L+1 names for the rows of resid_norms
+    attn_write_norms: torch.Tensor  # (L, n) |what attention added|
+    mlp_write_norms: torch.Tensor  # (L, n) |what the feed-forward added|
+    logits: torch.Tensor  # (n, V)
+    lens_ids: torch.Tensor  # (L, n, k) logit lens: top-k tokens read off the residual after each layer
+    lens_probs: torch.Tensor  # (L, n, k)
+    resid: torch.Tensor | None = None  # (L+1, n, D) residual stream after embedding and each block
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.token_ids)
+
+
+def stage_names(n_layer: int) -> list[str]:
+    names = ["embed"]
+    for i in range(n_layer):
+        names += [f"L{i} +attn", f"L{i} +mlp"]
+    return names
+
+
+def capture_names(n_layer: int) -> list[str]:
+    names = []
+    for i in range(n_layer):
+        b = f"blocks.{i}"
+        names += [f"{b}.hook_resid_pre", f"{b}.attn.hook_pattern", f"{b}.hook_attn_out"]
+        names += [f"{b}.hook_resid_mid", f"{b}.hook_mlp_out", f"{b}.hook_resid_post"]
+    return names
+
+
+@torch.inference_mode()
+def run_trace(
+    net: Transformer, ids: list[int], tokens: list[str], run: Run, lens_k: int = 5, keep_resid: bool = False
+) -> Trace:
+    L = net.cfg.n_layer
+    run.capture = set(capture_names(L))
+    device = next(net.parameters()).device
+    idx = torch.tensor([ids], dtype=torch.long, device=device)
+    final = net.residual_stream(idx, run)
+    logits = net.unembed(net.ln_final(final, run))[0].float()  # (n, V)
+    c = {k: v[0] for k, v in run.cache.items()}  # drop the batch dimension: views, no copies
+
+    def norms(name: str) -> torch.Tensor:
+        return torch.stack([c[f"blocks.{i}.{name}"].float().norm(dim=-1) for i in range(L)])
+
+    stages = [c["blocks.0.hook_resid_pre"]]
+    for i in range(L):
+        stages += [c[f"blocks.{i}.hook_resid_mid"], c[f"blocks.{i}.hook_resid_post"]]
+    posts = [c[f"blocks.{i}.hook_resid_post"] for i in range(L)]
+    # The last layer's lens is the model's own prediction: reuse the logits instead of recomputing.
+    lens = [top_k(net.unembed(net.ln_final(x, None)), lens_k) for x in posts[:-1]] + [top_k(logits, lens_k)]
+    return Trace(
+        token_ids=list(ids),
+        tokens=tokens,
+        attention=torch.stack([c[f"blocks.{i}.attn.hook_pattern"] for i in range(L)]).float().cpu(),
+        resid_norms=torch.stack([s.float().norm(dim=-1) for s in stages]).cpu(),
+        stage_names=stage_names(L),
+        attn_write_norms=norms("hook_attn_out").cpu(),
+        mlp_write_norms=norms("hook_mlp_out").cpu(),
+        logits=logits.cpu(),
+        lens_ids=torch.stack([i for i, _ in lens]).cpu(),
+        lens_probs=torch.stack([p for _, p in lens]).cpu(),
+        resid=torch.stack([stages[0], *posts]).float().cpu() if keep_resid else None,
+    )
+
+
+def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-k token ids and probabilities of (n, V) logits. Called one layer at a time for the logit
+    lens, so a 50k vocabulary never materialises (L, n, V) at once."""
+    top = torch.softmax(logits.float(), dim=-1).topk(min(k, logits.shape[-1]), dim=-1)
+    return top.indices, top.values

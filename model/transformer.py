@@ -1,0 +1,213 @@
+"""One decoder-only transformer for both families people bring.
+
+- Llama-style: token embedding, pre-norm RMSNorm, RoPE (rotate-half, configurable base, position
+  interpolation scale), grouped-query attention (MHA and MQA as special cases), SwiGLU MLP,
+  final RMSNorm, tied or untied unembedding, optional q/k/v biases (Qwen2).
+- GPT-2-style: token + learned absolute position embeddings, pre-norm LayerNorm, biases everywhere,
+  GELU (tanh) MLP, final LayerNorm, tied unembedding.
+
+Attention is computed explicitly (scores, mask, softmax in float32) so the matrix exists to be seen.
+
+Notation: B batch, T tokens, H query heads, K key/value heads, D d_model, d head_dim, V vocab.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import ModelConfig
+from .hooks import HookPoint, Run, name_hook_points
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Normalise in float32 like the reference, whatever the activation dtype.
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+def make_norm(cfg: ModelConfig) -> nn.Module:
+    if cfg.arch == "llama":
+        return RMSNorm(cfg.d_model, cfg.norm_eps)
+    return nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
+
+
+def rope_inv_freq(head_dim: int, base: float) -> torch.Tensor:
+    """One angular speed per pair of dimensions: the hands of the clock, fastest first."""
+    return 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+
+
+def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, scale: float):
+    angles = torch.outer(positions.double() / scale, inv_freq.double())  # (T, d/2)
+    emb = torch.cat([angles, angles], dim=-1)  # (T, d), rotate-half layout
+    return emb.cos().float(), emb.sin().float()
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return (x * cos.to(x.dtype)) + (rotate_half(x) * sin.to(x.dtype))
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.cfg, self.layer = cfg, layer
+        H, K, d, D = cfg.n_head, cfg.n_kv_head, cfg.hd, cfg.d_model
+        bias = cfg.qkv_bias or cfg.arch == "gpt2"
+        self.q_proj = nn.Linear(D, H * d, bias=bias)
+        self.k_proj = nn.Linear(D, K * d, bias=bias)
+        self.v_proj = nn.Linear(D, K * d, bias=bias)
+        self.o_proj = nn.Linear(H * d, D, bias=cfg.o_bias or cfg.arch == "gpt2")
+        if cfg.arch == "llama":
+            self.register_buffer("inv_freq", rope_inv_freq(d, cfg.rope_base).float(), persistent=False)
+        self.hook_q = HookPoint()  # (B, T, H, d), after RoPE
+        self.hook_k = HookPoint()  # (B, T, K, d), after RoPE
+        self.hook_v = HookPoint()  # (B, T, K, d)
+        self.hook_attn_scores = HookPoint()  # (B, H, T, T), scaled and masked, before softmax
+        self.hook_pattern = HookPoint()  # (B, H, T, T), softmax probabilities
+        self.hook_z = HookPoint()  # (B, T, H, d), each head's weighted sum of values
+
+    def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
+        cfg = self.cfg
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, cfg.n_head, cfg.hd)
+        k = self.k_proj(x).view(B, T, cfg.n_kv_head, cfg.hd)
+        v = self.v_proj(x).view(B, T, cfg.n_kv_head, cfg.hd)
+        if cfg.arch == "llama" and (run is None or run.position):
+            scale = run.rope_scale if run is not None and run.rope_scale else cfg.rope_scale
+            cos, sin = rope_cos_sin(self.inv_freq, torch.arange(T, device=x.device), scale)
+            cos, sin = cos[:, None, :], sin[:, None, :]  # broadcast over heads
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k, v = self.hook_q(q, run), self.hook_k(k, run), self.hook_v(v, run)
+        z = self.hook_z(self.attend(q, k, v, run), run)  # (B, T, H, d)
+        if run is not None and run.ablate:
+            z = ablate_heads(z, run.ablated_heads(self.layer), run.ablate_mode)
+        return self.o_proj(z.reshape(B, T, cfg.n_head * cfg.hd))
+
+    def attend(self, q, k, v, run: Run | None) -> torch.Tensor:
+        T = q.shape[1]
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, d)
+        # GQA: query head h reads K/V head h // n_rep.
+        k = k.repeat_interleave(self.cfg.n_rep, dim=1)
+        v = v.repeat_interleave(self.cfg.n_rep, dim=1)
+        scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(self.cfg.hd)  # (B, H, T, T)
+        if run is None or run.causal:
+            mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(mask, float("-inf"))
+        scores = self.hook_attn_scores(scores, run)
+        pattern = self.hook_pattern(torch.softmax(scores, dim=-1), run)
+        return (pattern.to(v.dtype) @ v).transpose(1, 2)  # (B, T, H, d)
+
+
+def ablate_heads(z: torch.Tensor, heads: list[int], mode: str) -> torch.Tensor:
+    if not heads:
+        return z
+    z = z.clone()
+    for h in heads:
+        z[:, :, h] = z[:, :, h].mean(dim=1, keepdim=True) if mode == "mean" else 0.0
+    return z
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.arch = cfg.arch
+        bias = cfg.mlp_bias or cfg.arch == "gpt2"
+        if cfg.arch == "llama":
+            self.gate_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=bias)
+        self.up_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=bias)
+        self.down_proj = nn.Linear(cfg.d_ff, cfg.d_model, bias=bias)
+        self.hook_post = HookPoint()  # (B, T, d_ff), after the non-linearity
+
+    def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
+        if self.arch == "llama":
+            h = F.silu(self.gate_proj(x)) * self.up_proj(x)
+        else:
+            h = F.gelu(self.up_proj(x), approximate="tanh")
+        return self.down_proj(self.hook_post(h, run))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.ln1, self.attn = make_norm(cfg), Attention(cfg, layer)
+        self.ln2, self.mlp = make_norm(cfg), MLP(cfg)
+        self.hook_resid_pre = HookPoint()  # (B, T, D)
+        self.hook_attn_out = HookPoint()  # (B, T, D), what attention adds to the residual stream
+        self.hook_resid_mid = HookPoint()  # (B, T, D)
+        self.hook_mlp_out = HookPoint()  # (B, T, D), what the feed-forward adds
+        self.hook_resid_post = HookPoint()  # (B, T, D)
+
+    def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
+        x = self.hook_resid_pre(x, run)
+        x = self.hook_resid_mid(x + self.hook_attn_out(self.attn(self.ln1(x), run), run), run)
+        return self.hook_resid_post(x + self.hook_mlp_out(self.mlp(self.ln2(x), run), run), run)
+
+
+class FinalNorm(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.norm = make_norm(cfg)
+        self.hook_normalized = HookPoint()  # (B, T, D)
+
+    def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
+        return self.hook_normalized(self.norm(x), run)
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.arch == "gpt2":
+            self.pos_embed = nn.Embedding(cfg.context_length, cfg.d_model)
+        self.hook_embed = HookPoint()  # (B, T, D), token embedding
+        self.hook_pos_embed = HookPoint()  # (B, T, D), learned positions (GPT-2 only)
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
+        self.ln_final = FinalNorm(cfg)
+        self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.unembed.weight = self.embed.weight
+        self.hook_names = name_hook_points(self)
+
+    def init_weights(self, seed: int = 0) -> None:
+        """GPT-2-style init for training from scratch; residual writers scaled by depth."""
+        g = torch.Generator().manual_seed(seed)
+        for name, p in self.named_parameters():
+            if p.dim() == 1:
+                nn.init.ones_(p) if name.endswith("weight") else nn.init.zeros_(p)
+                continue
+            std = 0.02
+            if name.endswith(("o_proj.weight", "down_proj.weight")):
+                std /= math.sqrt(2 * self.cfg.n_layer)
+            with torch.no_grad():
+                p.copy_(torch.randn(p.shape, generator=g) * std)
+
+    def residual_stream(self, idx: torch.Tensor, run: Run | None = None) -> torch.Tensor:
+        """Token ids (B, T) -> the residual stream after the last block, before the final norm."""
+        T = idx.shape[1]
+        if T > self.cfg.context_length:
+            raise ValueError(f"{T} tokens exceed the context length {self.cfg.context_length}")
+        x = self.hook_embed(self.embed(idx), run)
+        if self.cfg.arch == "gpt2" and (run is None or run.position):
+            x = x + self.hook_pos_embed(self.pos_embed(torch.arange(T, device=idx.device))[None], run)
+        for block in self.blocks:
+            x = block(x, run)
+        return x
+
+    def forward(self, idx: torch.Tensor, run: Run | None = None) -> torch.Tensor:
+        return self.unembed(self.ln_final(self.residual_stream(idx, run), run))  # (B, T, V)
