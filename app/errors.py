@@ -1,0 +1,54 @@
+"""Every bad request gets a 4xx whose `detail` is a sentence a student can act on.
+
+Schema errors keep FastAPI's list under `errors` for programs, but `detail` becomes one readable
+sentence ("temperature must be greater than 0"), so the page never shows raw pydantic output.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from .service import BadInput, UnknownModel
+
+
+def describe_error(err: dict) -> str:
+    loc = [str(p) for p in err.get("loc", ()) if p != "body"]
+    field = ".".join(loc) or "the request body"
+    kind, msg = err.get("type", ""), err.get("msg", "is invalid")
+    if kind == "json_invalid":
+        ctx = err.get("ctx", {}).get("error", "")
+        return (
+            f"The request body is not valid JSON ({ctx})." if ctx else "The request body is not valid JSON."
+        )
+    if kind == "extra_forbidden":
+        return f"Unknown field '{field}': remove it (see /docs for the accepted fields)."
+    if kind == "missing":
+        return f"The field '{field}' is required."
+    if kind == "model_attributes_type":
+        return "The request body must be a JSON object."
+    msg = msg.removeprefix("Value error, ")
+    return f"{field}: {msg[0].lower()}{msg[1:]}." if msg else f"{field} is invalid."
+
+
+async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    sentences = list(dict.fromkeys(describe_error(e) for e in errors))
+    detail = " ".join(sentences) if sentences else "The request is invalid."
+    safe = [{k: e[k] for k in ("type", "loc", "msg") if k in e} for e in errors]  # inputs may be huge
+    return JSONResponse({"detail": detail, "errors": safe}, status_code=422)
+
+
+async def bad_input(request: Request, exc: BadInput) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=422)
+
+
+async def unknown_model(request: Request, exc: UnknownModel) -> JSONResponse:
+    return JSONResponse({"detail": str(exc.args[0])}, status_code=404)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(BadInput, bad_input)
+    app.add_exception_handler(UnknownModel, unknown_model)

@@ -1,0 +1,59 @@
+"""`create_app()`: the FastAPI application. Models load once in the lifespan into one `ModelService`.
+
+To add an area: write `app/routers/<area>.py` with an `APIRouter` and add one `include_router` line below.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
+
+from . import errors, pages, vendor
+from .deps import get_service
+from .middleware import BodyLimit, SecurityHeaders
+from .routers import ablation, models, trace
+from .service import ModelService
+from .settings import Settings, get_settings
+
+__all__ = ["create_app", "get_service"]
+
+log = logging.getLogger("uvicorn.error")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.service = ModelService.load(settings)
+        log.info("Attention Atlas (pid %d) serving: %s", os.getpid(), ", ".join(app.state.service.models))
+        yield
+
+    app = FastAPI(
+        title="Attention Atlas API",
+        summary="Look inside a small GPT: attention of every head, residual stream, predictions, experiments.",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,  # served by app/vendor.py from local Swagger UI files, never a CDN
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    errors.install(app)
+
+    app.include_router(models.router)
+    app.include_router(trace.router)
+    app.include_router(ablation.router)
+    app.include_router(pages.router)
+    app.include_router(vendor.router)
+    pages.mount_static(app)  # keep last
+
+    # Outermost first on the way in: size check before anything reads the body.
+    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    return app

@@ -1,0 +1,1 @@
+"""One router per area of the app; `create_app` includes each with one line."""

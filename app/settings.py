@@ -1,0 +1,34 @@
+"""Settings: which models to serve and the limits in force, from arguments or `ATLAS_*` variables.
+
+`python -m app` passes its flags through the environment (ATLAS_MODELS as a JSON list,
+ATLAS_DEVICE, ...) so every uvicorn worker process builds the same settings.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ATLAS_", extra="forbid")
+
+    # Bundled names or model folders; the first is the default.
+    models: list[str] = Field(default=["classroom"], min_length=1)
+    device: Literal["cpu", "cuda"] = "cpu"
+    max_prompt_chars: int = Field(default=4000, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)  # None: each model's context length
+    max_cost_n: int = Field(default=4096, ge=1)  # cap for the cost experiment's sequence length
+    max_request_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_top_k: int = Field(default=50, ge=1)
+    lens_k: int = Field(default=5, ge=1, le=20)  # logit-lens tokens per layer and position
+    cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0)  # response cache budget; 0 disables it
+    parallel_runs: int = Field(default=2, ge=1)  # forward passes at once; more only fight for 2 cores
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
