@@ -23,6 +23,9 @@ class ModelConfig:
     context_length: int = 512
     rope_base: float = 10000.0
     rope_scale: float = 1.0  # position interpolation: positions are divided by this
+    # Llama-3.1-style frequency-dependent RoPE scaling: {"factor", "low_freq_factor", "high_freq_factor",
+    # "original_max_position_embeddings"}; None for plain RoPE.
+    rope_llama3: dict | None = None
     norm_eps: float = 1e-5
     tie_embeddings: bool = True
     qkv_bias: bool = False  # Qwen2 has biases on q/k/v only

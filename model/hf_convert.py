@@ -39,27 +39,32 @@ def _gpt2_config(hf: dict, name: str) -> ModelConfig:
     )  # fmt: skip
 
 
-def _rope(hf: dict) -> tuple[float, float]:
-    """(base, linear scale) from either the classic keys or the newer `rope_parameters` form."""
+LLAMA3_KEYS = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+
+
+def _rope(hf: dict) -> tuple[float, float, dict | None]:
+    """(base, linear scale, llama3 scaling) from the classic keys or the newer `rope_parameters` form."""
     params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
-    base = params.get("rope_theta", hf.get("rope_theta", 10000.0))
+    base = float(params.get("rope_theta", hf.get("rope_theta", 10000.0)))
     kind = params.get("rope_type", params.get("type", "default"))
     if kind == "default":
-        return float(base), 1.0
+        return base, 1.0, None
     if kind == "linear":
-        return float(base), float(params["factor"])
-    raise UnsupportedModel(f"RoPE type {kind!r} is not supported (default and linear are)")
+        return base, float(params["factor"]), None
+    if kind == "llama3":
+        return base, 1.0, {k: float(params[k]) for k in LLAMA3_KEYS}
+    raise UnsupportedModel(f"RoPE type {kind!r} is not supported (default, linear and llama3 are)")
 
 
 def _llama_config(hf: dict, name: str, model_type: str) -> ModelConfig:
     d, H = hf["hidden_size"], hf["num_attention_heads"]
-    base, scale = _rope(hf)
+    base, scale, llama3 = _rope(hf)
     head_dim = hf.get("head_dim") or d // H
     return ModelConfig(
         arch="llama", name=name, vocab_size=hf["vocab_size"], n_layer=hf["num_hidden_layers"], n_head=H,
         n_kv_head=hf.get("num_key_value_heads") or H, d_model=d, d_ff=hf["intermediate_size"],
         head_dim=None if head_dim == d // H else head_dim,
-        context_length=hf.get("max_position_embeddings", 2048), rope_base=base, rope_scale=scale,
+        context_length=hf.get("max_position_embeddings", 2048), rope_base=base, rope_scale=scale, rope_llama3=llama3,
         norm_eps=hf.get("rms_norm_eps", 1e-6), tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
         qkv_bias=model_type == "qwen2" or bool(hf.get("attention_bias", False)),
         o_bias=model_type != "qwen2" and bool(hf.get("attention_bias", False)),

@@ -42,9 +42,18 @@ def make_norm(cfg: ModelConfig) -> nn.Module:
     return nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
 
 
-def rope_inv_freq(head_dim: int, base: float) -> torch.Tensor:
+def rope_inv_freq(head_dim: int, base: float, llama3: dict | None = None) -> torch.Tensor:
     """One angular speed per pair of dimensions: the hands of the clock, fastest first."""
-    return 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    return inv_freq if llama3 is None else llama3_scaled(inv_freq, **llama3)
+
+
+def llama3_scaled(inv_freq, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings):
+    """Llama 3.1: slow hands (long wavelengths) are slowed by `factor`, fast hands kept, a blend between."""
+    old = original_max_position_embeddings
+    wavelen = 2 * math.pi / inv_freq
+    smooth = ((old / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)).clamp(0, 1)
+    return (1 - smooth) * inv_freq / factor + smooth * inv_freq
 
 
 def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, scale: float):
@@ -73,7 +82,7 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(D, K * d, bias=bias)
         self.o_proj = nn.Linear(H * d, D, bias=cfg.o_bias or cfg.arch == "gpt2")
         if cfg.arch == "llama":
-            self.register_buffer("inv_freq", rope_inv_freq(d, cfg.rope_base).float(), persistent=False)
+            self.register_buffer("inv_freq", rope_inv_freq(d, cfg.rope_base, cfg.rope_llama3).float(), persistent=False)
         self.hook_q = HookPoint()  # (B, T, H, d), after RoPE
         self.hook_k = HookPoint()  # (B, T, K, d), after RoPE
         self.hook_v = HookPoint()  # (B, T, K, d)

@@ -88,6 +88,15 @@ def test_hf_parity_llama_linear_rope_scaling_and_classic_keys(tmp_path, tokenize
     compare(ref, tmp_path, 2)
 
 
+def test_hf_parity_llama3_rope_scaling(tmp_path, tokenizer):
+    rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 16}  # fmt: skip
+    ref = llama(rope_parameters=rope)
+    save_reference(ref, tmp_path, tokenizer)
+    assert load(tmp_path).config.rope_llama3["factor"] == 8.0
+    compare(ref, tmp_path, 2)
+
+
 def test_hf_parity_qwen2_qkv_bias(tmp_path, tokenizer):
     cfg = Qwen2Config(
         vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
