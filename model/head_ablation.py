@@ -81,12 +81,20 @@ def next_token_effect(
 ) -> NextTokenEffect:
     """How the prediction after the prompt's last token changes when `heads` are knocked out."""
     ids = lm.ids_of(prompt)
-    p0 = torch.softmax(lm.logits(ids)[-1], -1)
-    p1 = torch.softmax(lm.logits(ids, ablate=list(heads), ablate_mode=mode)[-1], -1)
+    intact, ablated = lm.logits(ids)[-1], lm.logits(ids, ablate=list(heads), ablate_mode=mode)[-1]
+    return effect_from_logits(lm, ids, intact, ablated, k)
+
+
+def effect_from_logits(
+    lm: LanguageModel, ids: Sequence[int], intact: torch.Tensor, ablated: torch.Tensor, k: int = 5
+) -> NextTokenEffect:
+    """The effect from next-token logits (V,) computed elsewhere, e.g. with a temperature applied."""
+    lp, lq = torch.log_softmax(intact.float(), -1), torch.log_softmax(ablated.float(), -1)
+    p0, p1 = lp.exp(), lq.exp()
     before = top_probs(lm, p0, k)
-    kl = (p0 * (p0.clamp_min(1e-12).log() - p1.clamp_min(1e-12).log())).sum().item()
+    kl = (p0 * (lp - lq)).sum().item()
     return NextTokenEffect(
-        lm.tokenizer.displays(ids), before, top_probs(lm, p1, k), p1[before[0].id].item(), max(kl, 0.0)
+        lm.tokenizer.displays(list(ids)), before, top_probs(lm, p1, k), p1[before[0].id].item(), max(kl, 0.0)
     )
 
 
