@@ -10,13 +10,14 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import torch
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 
 from . import errors, pages, vendor
 from .deps import get_service
 from .middleware import BodyLimit, SecurityHeaders
-from .routers import ablation, models, trace
+from .routers import ablation, heads, models, trace
 from .service import ModelService
 from .settings import Settings, get_settings
 
@@ -30,8 +31,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.torch_threads:
+            torch.set_num_threads(settings.torch_threads)
         app.state.service = ModelService.load(settings)
-        log.info("Attention Atlas (pid %d) serving: %s", os.getpid(), ", ".join(app.state.service.models))
+        names = ", ".join(app.state.service.models)
+        log.info("Attention Atlas (pid %d) serving: %s", os.getpid(), names)
+        if settings.url:
+            print(f"Attention Atlas is ready: open {settings.url}  (models: {names})", flush=True)
         yield
 
     app = FastAPI(
@@ -48,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(models.router)
     app.include_router(trace.router)
     app.include_router(ablation.router)
+    app.include_router(heads.router)
     app.include_router(pages.router)
     app.include_router(vendor.router)
     pages.mount_static(app)  # keep last

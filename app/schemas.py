@@ -218,7 +218,7 @@ class AblationResponse(Strict):
     next_token: Compared | None = Field(
         description="The prompt's actual next token, when index is not the last."
     )
-    kl: float = Field(description="KL(intact || ablated) in bits.")
+    kl: float = Field(description="KL(intact || ablated) in nats (as model/head_ablation.py).")
 
 
 class ErrorResponse(BaseModel):

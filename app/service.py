@@ -25,9 +25,12 @@ from pydantic import BaseModel
 
 from model import LanguageModel, load
 from model.census import param_census
+from model.head_ablation import effect_from_logits, next_token_sentence, repeat_knockout, repeat_sentence
+from model.head_roles import LOCAL_WINDOW, ROLE_BY_KEY, ROLES, head_atlas, probe_attention, prompt_scores
 from model.heads import previous_token_scores
 
 from .schemas import AblationRequest, HeadRequest, TraceRequest
+from .schemas_heads import HeadAblationRequest, HeadsQuery, PromptRolesRequest
 from .settings import Settings
 
 
@@ -295,6 +298,97 @@ class ModelService:
 
         return self.cached("ablation", lm, req, compute)
 
+    # ---- head atlas: roles scored once per model, and knockouts (model/head_roles, head_ablation) ----
+
+    def head_roles(self, model: str | None) -> bytes:
+        lm = self.lm(model)
+
+        def compute() -> dict:
+            with self.slot():
+                atlas = head_atlas(lm)
+
+            def scored(layer: int, head: int, role: str) -> dict:
+                score = round(float(atlas.scores[role][layer, head]), 4)
+                return {"layer": layer, "head": head, "score": score}
+
+            roles = [
+                {"key": r.key, "name": r.name, "threshold": r.threshold, "probe": r.probe,
+                 "explanation": r.explanation, "how": r.how, "scores": rounded(atlas.scores[r.key], 4),
+                 "heads": [scored(la, h, r.key) for la, h in atlas.heads_with(r.key)],
+                 "best": scored(*atlas.top_heads(r.key, 1)[0], r.key)}
+                for r in ROLES
+            ]  # fmt: skip
+            cfg = lm.config
+            probes = [{"key": k, "title": v.title, "n": len(v.token_ids)} for k, v in atlas.probes.items()]
+            return {"model": lm.name, "n_layer": cfg.n_layer, "n_head": cfg.n_head, "n_kv_head": cfg.n_kv_head,
+                    "roles": roles, "labels": atlas.labels, "probes": probes,
+                    "repeat_length": atlas.repeat_length, "local_window": LOCAL_WINDOW}  # fmt: skip
+
+        return self.cached("heads", lm, HeadsQuery(model=model), compute)
+
+    def head_probe(self, model: str | None, probe: str) -> bytes:
+        lm = self.lm(model)
+
+        def compute() -> dict:
+            with self.slot():
+                view = head_atlas(lm).probes[probe]
+            return {"model": lm.name, "probe": probe, "title": view.title, "n": len(view.token_ids),
+                    "tokens": view.tokens, "token_ids": view.token_ids,
+                    "attention": encode_attention(view.attention, causal=True)}  # fmt: skip
+
+        return self.cached("head_probe", lm, HeadsQuery(model=model, probe=probe), compute)
+
+    def prompt_roles(self, req: PromptRolesRequest) -> bytes:
+        lm = self.lm(req.model)
+        ids = self.ids(lm, req.prompt)
+
+        def compute() -> dict:
+            with self.slot():
+                scores = prompt_scores(probe_attention(lm, [ids])[0], ids)
+            return {"model": lm.name, "n": len(ids), "tokens": lm.tokenizer.displays(ids),
+                    "scores": {k: None if v is None else rounded(v, 4) for k, v in scores.items()}}  # fmt: skip
+
+        return self.cached("head_prompt", lm, req, compute)
+
+    def head_ablation(self, req: HeadAblationRequest) -> bytes:
+        lm = self.lm(req.model)
+        self.check_top_k(req.top_k)
+        ids = self.ids(lm, req.prompt)
+        if req.role is None:
+            heads = self.heads(lm, req.heads or [])
+        else:
+            with self.slot():
+                atlas = head_atlas(lm)
+            heads = atlas.heads_with(req.role)
+            if not heads:
+                (la, h), role = atlas.top_heads(req.role, 1)[0], ROLE_BY_KEY[req.role]
+                raise BadInput(
+                    f"No head of model {lm.name!r} clears the {role.name} threshold ({role.threshold}); the best, "
+                    f"L{la}H{h}, scores {float(atlas.scores[req.role][la, h]):.2f}. Knock out heads by name instead."
+                )
+        req = req.model_copy(update={"heads": heads})
+
+        def compute() -> dict:
+            with self.slot():
+                intact, knocked = lm.logits(ids)[-1], lm.logits(ids, ablate=heads, ablate_mode=req.mode)[-1]
+                rep = repeat_knockout(lm, heads, req.mode, seed=req.seed)
+            cmp = compare_distributions(lm, ids, len(ids) - 1, intact, knocked, req.top_k)
+            effect = effect_from_logits(lm, ids, intact, knocked, req.top_k)
+            r4 = lambda x: None if x is None else round(x, 4)  # noqa: E731
+            prompt = {"tokens": effect.tokens, "index": len(ids) - 1, "intact": cmp["intact"],
+                      "ablated": cmp["ablated"], "rows": cmp["rows"], "kl": cmp["kl"],
+                      "sentence": next_token_sentence(heads, effect)}  # fmt: skip
+            repeat = {"length": rep.length, "first_copy_loss": r4(rep.first), "second_copy_loss": r4(rep.second),
+                      "second_copy_loss_ablated": r4(rep.second_ablated),
+                      "random": [{"heads": [list(h) for h in s], "second_copy_loss": r4(x)}
+                                 for s, x in zip(rep.random_heads, rep.second_random, strict=True)],
+                      "second_copy_loss_random": r4(rep.second_random_mean),
+                      "sentence": repeat_sentence(heads, rep)}  # fmt: skip
+            return {"model": lm.name, "heads": [list(h) for h in heads], "role": req.role, "mode": req.mode,
+                    "prompt": prompt, "repeat": repeat}  # fmt: skip
+
+        return self.cached("head_ablation", lm, req, compute)
+
 
 def token_probs(lm: LanguageModel, ids: list[int], probs: list[float]) -> list[dict]:
     return [{"id": i, "token": lm.tokenizer.display(i), "prob": p} for i, p in zip(ids, probs, strict=True)]
@@ -316,10 +410,10 @@ def head_scores(p: torch.Tensor) -> dict:
 def compare_distributions(
     lm: LanguageModel, ids: list[int], index: int, intact: torch.Tensor, knocked: torch.Tensor, k: int
 ) -> dict:
-    """Top-k of both next-token distributions, their union side by side, and KL(intact || ablated)."""
+    """Top-k of both next-token distributions, their union side by side, and KL(intact || ablated) in nats."""
     lp, lq = torch.log_softmax(intact.float(), -1), torch.log_softmax(knocked.float(), -1)
     p, q = lp.exp(), lq.exp()
-    kl = (p * (lp - lq)).sum().item() / math.log(2)
+    kl = (p * (lp - lq)).sum().item()  # nats, like model/head_ablation.py
     k = min(k, p.shape[-1])
     top_p, top_q = p.topk(k).indices.tolist(), q.topk(k).indices.tolist()
     union = top_p + [i for i in top_q if i not in top_p]

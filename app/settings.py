@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     lens_k: int = Field(default=5, ge=1, le=20)  # logit-lens tokens per layer and position
     cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0)  # response cache budget; 0 disables it
     parallel_runs: int = Field(default=2, ge=1)  # forward passes at once; more only fight for 2 cores
+    torch_threads: int | None = Field(default=None, ge=1)  # per process; None: PyTorch's default
+    url: str | None = None  # printed when the models are loaded (set by `python -m app`)
 
 
 @lru_cache
