@@ -49,8 +49,9 @@ class RepeatKnockout:
     second_random: list[float]  # second-copy loss with each random set knocked out
 
     @property
-    def second_random_mean(self) -> float:
-        return sum(self.second_random) / len(self.second_random) if self.second_random else self.second
+    def second_random_mean(self) -> float | None:
+        """None when the model has too few other heads to draw a set of the same size."""
+        return sum(self.second_random) / len(self.second_random) if self.second_random else None
 
 
 def check_heads(lm: LanguageModel, heads: Sequence[Head]) -> list[Head]:
@@ -144,7 +145,10 @@ def repeat_sentence(heads: Sequence[Head], r: RepeatKnockout) -> str:
     losses = f"loss on the second copy {r.second:.1f} -> {r.second_ablated:.1f}"
     gap = r.first - r.second  # how much the second copy gains from having seen the first
     if gap < 0.1 * r.first:
-        return f"This model does not continue repeated sequences even with every head in place ({who.lower()}: {losses})."
+        return (
+            "This model does not continue repeated sequences even with every head in place "
+            f"(without {heads_phrase(heads)}: {losses})."
+        )
     lost = (r.second_ablated - r.second) / gap
     if lost >= 0.5:
         verdict = "the model can no longer continue the repeated sequence"
@@ -153,7 +157,7 @@ def repeat_sentence(heads: Sequence[Head], r: RepeatKnockout) -> str:
     else:
         verdict = "the model still continues the repeated sequence"
     random_part = ""
-    if r.random_heads:
+    if r.random_heads and r.second_random_mean is not None:
         k = len(r.random_heads[0])
         random_part = (f" (knocking out {k} random other head{'s' if k > 1 else ''} instead: "
                        f"{r.second:.1f} -> {r.second_random_mean:.1f})")  # fmt: skip

@@ -1,0 +1,156 @@
+"""Request and response bodies of the head-atlas endpoints (/api/heads...)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from .schemas import AttentionPayload, Compared, Head, PromptRequest, Strict, TokenProb
+
+RoleKey = Literal["previous_token", "induction", "duplicate_token", "first_token", "local", "pronoun"]
+ProbeKey = Literal["prose", "repeat", "pronoun"]
+
+
+class ScoredHead(Strict):
+    layer: int
+    head: int
+    score: float
+
+
+class RoleInfo(Strict):
+    key: RoleKey
+    name: str = Field(description="How the page names the role, e.g. 'previous-token'.")
+    threshold: float = Field(description="A head is labelled with the role when its score is at least this.")
+    probe: ProbeKey = Field(description="The probe the role is scored on (see /api/heads/probe).")
+    explanation: str = Field(description="One plain-English line for a class.")
+    how: str = Field(description="How the score is computed.")
+    scores: list[list[float]] = Field(description="[layer][head] score in [0, 1].")
+    heads: list[ScoredHead] = Field(description="Heads labelled with the role, best first.")
+    best: ScoredHead = Field(description="The highest-scoring head, labelled or not.")
+
+
+class ProbeInfo(Strict):
+    key: ProbeKey
+    title: str
+    n: int
+
+
+class HeadsResponse(Strict):
+    model: str
+    n_layer: int
+    n_head: int
+    n_kv_head: int
+    roles: list[RoleInfo]
+    labels: list[list[list[RoleKey]]] = Field(
+        description="[layer][head] -> the roles whose threshold it clears."
+    )
+    probes: list[ProbeInfo]
+    repeat_length: int = Field(description="Tokens in each copy of the repeated random probe.")
+    local_window: int = Field(description="Tokens a local head's window covers, the token itself included.")
+
+
+class ProbeResponse(Strict):
+    model: str
+    probe: ProbeKey
+    title: str
+    n: int
+    tokens: list[str]
+    token_ids: list[int]
+    attention: AttentionPayload
+
+
+class HeadsQuery(Strict):
+    """The cache key of the GET endpoints."""
+
+    model: str | None = None
+    probe: ProbeKey | None = None
+
+
+class PromptRolesRequest(PromptRequest):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"prompt": "The cat sat on the mat. The cat"}]}
+    )
+
+
+class PromptRolesResponse(Strict):
+    model: str
+    n: int
+    tokens: list[str]
+    scores: dict[str, list[list[float]] | None] = Field(
+        description="role -> [layer][head] score on this prompt; null when the prompt gives no evidence "
+        "(no repeated token for induction/duplicate, too short for local). Pronoun needs its probes."
+    )
+
+
+class HeadAblationRequest(PromptRequest):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"prompt": "Lily had a red ball. She", "heads": [[1, 3]]},
+                {
+                    "prompt": "The cat sat on the mat. The cat",
+                    "role": "induction",
+                    "mode": "mean",
+                    "top_k": 5,
+                },
+            ]
+        },
+    )
+    heads: list[Head] | None = Field(
+        default=None, max_length=4096, description="Heads to knock out, as [layer, head]."
+    )
+    role: RoleKey | None = Field(default=None, description="Or knock out every head labelled with this role.")
+    mode: Literal["zero", "mean"] = Field(
+        default="zero",
+        description="zero: the head writes nothing; mean: it writes its mean output over positions.",
+    )
+    top_k: int = Field(default=5, ge=1, description="Next-token candidates to compare.")
+    seed: int = Field(
+        default=0, ge=0, le=2**31 - 1, description="Seed for drawing the random comparison heads."
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> HeadAblationRequest:
+        if (self.heads is None) == (self.role is None):
+            raise ValueError("give either heads (a list of [layer, head]) or role, not both and not neither")
+        if self.heads is not None and not self.heads:
+            raise ValueError("heads is empty: name at least one [layer, head] to knock out")
+        return self
+
+
+class PromptEffect(Strict):
+    tokens: list[str]
+    index: int = Field(description="The position whose next token is compared: the prompt's last.")
+    intact: list[TokenProb] = Field(description="Top-k with every head working.")
+    ablated: list[TokenProb] = Field(description="Top-k with the heads knocked out.")
+    rows: list[Compared] = Field(description="Union of both top-k lists with both probabilities.")
+    kl: float = Field(description="KL(intact || ablated) in nats.")
+    sentence: str
+
+
+class RandomSet(Strict):
+    heads: list[Head]
+    second_copy_loss: float
+
+
+class RepeatEffect(Strict):
+    length: int = Field(description="Tokens in each copy of the repeated random sequence.")
+    first_copy_loss: float = Field(description="Loss on the first copy: the model can only guess (nats).")
+    second_copy_loss: float = Field(description="Loss on the second copy with every head working.")
+    second_copy_loss_ablated: float = Field(description="Loss on the second copy with the heads knocked out.")
+    random: list[RandomSet] = Field(description="The same number of other heads, drawn at random (seeded).")
+    second_copy_loss_random: float | None = Field(
+        description="Mean second-copy loss over the random sets; null if the model has too few other heads."
+    )
+    sentence: str
+
+
+class HeadAblationResponse(Strict):
+    model: str
+    heads: list[Head]
+    role: RoleKey | None
+    mode: Literal["zero", "mean"]
+    prompt: PromptEffect
+    repeat: RepeatEffect
