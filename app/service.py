@@ -24,14 +24,21 @@ import torch
 from pydantic import BaseModel
 
 from model import LanguageModel, load
+from model.anatomy import anatomy_report
 from model.census import param_census
+from model.cost import cost_report, timing_report
 from model.head_ablation import effect_from_logits, next_token_sentence, repeat_knockout, repeat_sentence
 from model.head_roles import LOCAL_WINDOW, ROLE_BY_KEY, ROLES, head_atlas, probe_attention, prompt_scores
 from model.heads import previous_token_scores
 
+from .exclusive import exclusive
 from .schemas import AblationRequest, HeadRequest, TraceRequest
+from .schemas_cost import AnatomyRequest, CostRequest, TimingRequest
 from .schemas_heads import HeadAblationRequest, HeadsQuery, PromptRolesRequest
 from .settings import Settings
+
+TIMING_DEFAULT_N = 2048  # top of the cost lab's timing ladder unless asked: ~2-4 s on 2 CPU cores
+TIMING_BUDGET_S = 8.0  # a timing request stops climbing the ladder before it would take longer
 
 
 class BadInput(ValueError):
@@ -388,6 +395,33 @@ class ModelService:
                     "prompt": prompt, "repeat": repeat}  # fmt: skip
 
         return self.cached("head_ablation", lm, req, compute)
+
+    # ---- cost lab and anatomy (model/cost.py, model/anatomy.py) ----
+
+    def cost(self, req: CostRequest) -> bytes:
+        lm = self.lm(req.model)
+        return self.cached("cost", lm, req, lambda: cost_report(lm.config, lm.name, req.n))
+
+    def cost_timing(self, req: TimingRequest) -> bytes:
+        """Not cached: each call is a fresh measurement. One at a time per server (app/exclusive.py)."""
+        lm = self.lm(req.model)
+        cap = self.settings.max_cost_n
+        max_n = req.max_n or min(TIMING_DEFAULT_N, cap)
+        if max_n > cap:
+            raise BadInput(f"max_n is {max_n}; this server times attention up to n = {cap} (limits.max_cost_n).")
+        with exclusive("timing", wait_s=TIMING_BUDGET_S + 2), self.slot():
+            report = timing_report(lm.net, max_n, req.repeats, TIMING_BUDGET_S)
+        return to_json({"model": lm.name, **report})
+
+    def anatomy(self, req: AnatomyRequest) -> bytes:
+        lm = self.lm(req.model)
+        ids = self.ids(lm, req.prompt)
+
+        def compute() -> dict:
+            with self.slot():
+                return anatomy_report(lm, ids, req.top_k)
+
+        return self.cached("anatomy", lm, req, compute)
 
 
 def token_probs(lm: LanguageModel, ids: list[int], probs: list[float]) -> list[dict]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from .census import param_census
 from .config import ModelConfig
 from .hooks import Run
 from .lm import LanguageModel
@@ -40,7 +41,9 @@ def block_shapes(cfg: ModelConfig, n: int) -> dict[str, list[int]]:
 
 
 @torch.inference_mode()
-def forward_capture(lm: LanguageModel, ids: list[int], run: Run) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def forward_capture(
+    lm: LanguageModel, ids: list[int], run: Run
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """One forward pass recording every block's residual steps; returns (cache without batch, logits)."""
     L = lm.config.n_layer
     names = {"hook_embed", "hook_pos_embed", "ln_final.hook_normalized"}
@@ -99,3 +102,39 @@ def pipeline(lm: LanguageModel, ids: list[int], cache: dict[str, torch.Tensor], 
          "top_ids": top.indices.cpu().tolist(), "top_probs": top.values.cpu().tolist()},
     ]  # fmt: skip
     return steps
+
+
+def anatomy_report(lm: LanguageModel, ids: list[int], top_k: int = 5) -> dict:
+    """Everything the anatomy page draws for one prompt, as plain numbers and display strings."""
+    from .cost import REFERENCE, arch, feed_forward_share  # cost imports nothing from here
+
+    cfg = lm.config
+    cache, logits = forward_capture(lm, ids, lm.make_run())
+    steps = pipeline(lm, ids, cache, logits, top_k)
+    for step in steps:
+        for key in ("norms", "max_logit"):
+            if key in step:
+                step[key] = [round(x, 4) for x in step[key]]
+        if "top_ids" in step:
+            step["top"] = [
+                [
+                    {"id": i, "token": lm.tokenizer.display(i), "prob": round(p, 6)}
+                    for i, p in zip(ids_, ps, strict=True)
+                ]
+                for ids_, ps in zip(step.pop("top_ids"), step.pop("top_probs"), strict=True)
+            ]
+    configs = [("live", lm.name, True, cfg)] + [(k, c.name, False, c) for k, c in REFERENCE.items()]
+    return {
+        "model": lm.name, "n": len(ids), "tokens": lm.tokenizer.displays(ids), "token_ids": list(ids),
+        "config": arch(cfg), "norm": cfg.norm, "mlp": cfg.mlp_kind, "positional": cfg.positional,
+        "block": {
+            "stages": [{"key": k, "label": label} for k, label in BLOCK_STAGES],
+            "norms": [[[round(x, 4) for x in row] for row in layer] for layer in block_stages(lm, cache).tolist()],
+            "shapes": block_shapes(cfg, len(ids)),
+        },
+        "pipeline": steps,
+        "census": [
+            {"key": k, "name": name, "live": live, "params": param_census(c), "feed_forward_share": feed_forward_share(c)}
+            for k, name, live, c in configs
+        ],
+    }  # fmt: skip

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .census import attention_params, feed_forward_params, param_census
 from .config import ModelConfig
 
 # Published shapes of the models the chapter and the issue name; only shapes matter, no weights.
@@ -49,7 +50,10 @@ def scores_per_head(n: int) -> int:
 
 
 def chapter_table() -> list[dict]:
-    return [{"n": n, "scores": scores_per_head(n)} for n in CHAPTER_NS]
+    return [
+        {"n": n, "scores": scores_per_head(n), "fp32_bytes": scores_per_head(n) * BYTES["fp32"]}
+        for n in CHAPTER_NS
+    ]
 
 
 def score_counts(cfg: ModelConfig, n: int) -> dict:
@@ -102,6 +106,51 @@ def kv_cache(cfg: ModelConfig, n: int, bytes_per: int = 2) -> dict:
     gqa = kv_cache_bytes(cfg, n, bytes_per)
     mha = 2 * cfg.n_layer * cfg.n_head * cfg.hd * n * bytes_per
     return {"bytes": gqa, "mha_bytes": mha, "saving": mha / gqa, "groups": cfg.n_kv_head}
+
+
+def feed_forward_share(cfg: ModelConfig) -> float:
+    """The feed-forward's share of one block's parameters (the chapter: roughly two thirds)."""
+    norms = 2 * (cfg.d_model if cfg.arch == "llama" else 2 * cfg.d_model)
+    ff = feed_forward_params(cfg)
+    return ff / (attention_params(cfg) + ff + norms)
+
+
+def curve_ns(lo: int = 16, hi: int = 131_072) -> list[int]:
+    """Half-octave steps (x sqrt 2) from lo to hi: smooth enough on log axes, small enough to send."""
+    ns, k = [], 0
+    while (n := round(lo * 2 ** (k / 2))) <= hi:
+        ns.append(n)
+        k += 1
+    return ns
+
+
+def arch(cfg: ModelConfig) -> dict:
+    return {
+        "arch": cfg.arch, "n_layer": cfg.n_layer, "n_head": cfg.n_head, "n_kv_head": cfg.n_kv_head,
+        "head_dim": cfg.hd, "d_model": cfg.d_model, "d_ff": cfg.d_ff, "vocab_size": cfg.vocab_size,
+        "context_length": cfg.context_length,
+    }  # fmt: skip
+
+
+def report(cfg: ModelConfig, n: int) -> dict:
+    """Everything the cost lab shows about one config at n tokens."""
+    return {
+        "config": arch(cfg), "params": param_census(cfg), "scores": score_counts(cfg, n),
+        "flops": flops(cfg, n), "crossover_n": crossover_n(cfg), "kv_cache": kv_cache(cfg, n),
+    }  # fmt: skip
+
+
+def curves(cfg: ModelConfig, ns: Sequence[int]) -> dict:
+    """Per-layer FLOPs by part and KV-cache bytes (GQA as configured, and as plain MHA) along ns."""
+    per = [flops(cfg, n)["per_layer"] for n in ns]
+    kv = [kv_cache(cfg, n) for n in ns]
+    return {
+        "attention_quadratic": [f["attention_quadratic"] for f in per],
+        "attention_projections": [f["attention_projections"] for f in per],
+        "feed_forward": [f["feed_forward"] for f in per],
+        "kv_bytes": [k["bytes"] for k in kv],
+        "kv_mha_bytes": [k["mha_bytes"] for k in kv],
+    }
 
 
 def human_bytes(b: float) -> str:
@@ -212,3 +261,39 @@ def time_attention(net: torch.nn.Module, cap: int, repeats: int = 3, budget_s: f
     timing = measure(model_series(net), ladder(cap), repeats, budget_s, clock)
     fits = {name: fit_exponent(timing.ns, s) for name, s in timing.seconds.items() if len(s) >= 2}
     return {"timing": timing, "fits": fits}
+
+
+def timing_report(net: torch.nn.Module, cap: int, repeats: int = 3, budget_s: float = 8.0) -> dict:
+    """`time_attention` as plain numbers, with the chapter's claim checked in one sentence."""
+    r = time_attention(net, cap, repeats, budget_s)
+    t, fits = r["timing"], r["fits"]
+    p = next(net.parameters())
+    if "attention" in fits:
+        f = fits["attention"]
+        sentence = (
+            f"Doubling n multiplied the attention time by {f['doubling_factor']:.1f} on this server "
+            f"(fitted exponent {f['exponent']:.2f} over n = {f['fit_from']:,}-{t.ns[-1]:,}; "
+            f"pure n^2 work would give 4)."
+        )
+    else:
+        sentence = "Only one size fitted in the time budget, so there is no exponent to fit."
+    return {
+        "device": p.device.type, "threads": torch.get_num_threads(), "repeats": t.repeats, "ns": t.ns,
+        "seconds": {k: [round(x, 7) for x in v] for k, v in t.seconds.items()}, "skipped": t.skipped,
+        "fits": {k: {kk: round(vv, 4) if isinstance(vv, float) else vv for kk, vv in f.items()}
+                 for k, f in fits.items()},
+        "sentence": sentence,
+    }  # fmt: skip
+
+
+def cost_report(live: ModelConfig, live_name: str, n: int) -> dict:
+    """The whole cost lab at n tokens: the chapter's table, the live model then the reference configs,
+    and the curves over n for the charts."""
+    configs = [("live", live_name, True, live)] + [(k, c.name, False, c) for k, c in REFERENCE.items()]
+    ns = curve_ns()
+    return {
+        "n": n, "model": live_name, "chapter": chapter_table(),
+        "models": [{"key": k, "name": name, "live": is_live, **report(c, n)} for k, name, is_live, c in configs],
+        "ns": ns,
+        "curves": [{"key": k, "name": name, **curves(c, ns)} for k, name, _, c in configs],
+    }  # fmt: skip

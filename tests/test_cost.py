@@ -9,6 +9,9 @@ from model.cost import (
     REFERENCE,
     chapter_table,
     crossover_n,
+    curve_ns,
+    curves,
+    feed_forward_share,
     fit_exponent,
     flops,
     human_bytes,
@@ -39,16 +42,19 @@ def test_census_gpt2_small_is_124_million_with_tied_embeddings_counted_once():
 
 def test_census_llama2_7b_feed_forward_is_two_thirds_of_a_block():
     block = attention_params(L7) + feed_forward_params(L7) + 2 * L7.d_model
-    share = feed_forward_params(L7) / block
-    assert share == pytest.approx(2 / 3, abs=0.01)
+    assert block == 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096
+    assert feed_forward_share(L7) == feed_forward_params(L7) / block == pytest.approx(2 / 3, abs=0.01)
+    # GPT-2's 4x MLP holds two thirds too; the whole-model share is lower because of the embeddings.
+    assert feed_forward_share(GPT2) == pytest.approx(2 / 3, abs=0.01)
 
 
 def test_chapter_table_is_n_squared():
-    assert chapter_table() == [
-        {"n": 100, "scores": 10_000},
-        {"n": 1_000, "scores": 1_000_000},
-        {"n": 100_000, "scores": 10_000_000_000},
+    assert [(r["n"], r["scores"]) for r in chapter_table()] == [
+        (100, 10_000),
+        (1_000, 1_000_000),
+        (100_000, 10_000_000_000),
     ]
+    assert chapter_table()[2]["fp32_bytes"] == 40_000_000_000  # 40 GB for one head of one layer
 
 
 def test_score_counts_gpt2_small_at_its_context():
@@ -110,6 +116,15 @@ def test_kv_cache_gqa_saving_is_heads_over_kv_heads():
     assert k["mha_bytes"] == 4 * k["bytes"] == 4 * 2 * 32 * 8 * 128 * 8192 * 2
 
 
+def test_curves_run_from_16_to_131072_and_match_the_pointwise_numbers():
+    ns = curve_ns()
+    assert ns[0] == 16 and ns[-1] == 131_072 and ns[2] == 32
+    c = curves(L3, ns)
+    i = ns.index(8192)
+    assert c["kv_bytes"][i] == kv_cache_bytes(L3, 8192) and c["kv_mha_bytes"][i] == 4 * c["kv_bytes"][i]
+    assert c["feed_forward"][i] == flops(L3, 8192)["per_layer"]["feed_forward"]
+
+
 def test_human_bytes():
     assert human_bytes(40_000) == "40 KB"
     assert human_bytes(4e10) == "40 GB"
@@ -137,7 +152,10 @@ class FakeClock:
 
 def test_fit_recovers_the_exponent_on_a_fake_timer():
     clock = FakeClock()
-    series = {"quadratic": clock.series(lambda n: 1e-9 * n * n + 1e-5), "linear": clock.series(lambda n: 1e-6 * n)}
+    series = {
+        "quadratic": clock.series(lambda n: 1e-9 * n * n + 1e-5),
+        "linear": clock.series(lambda n: 1e-6 * n),
+    }
     t = measure(series, ladder(4096), repeats=3, budget_s=1e9, clock=clock)
     assert t.ns == ladder(4096) and not t.skipped
     quad = fit_exponent(t.ns, t.seconds["quadratic"])
