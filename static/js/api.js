@@ -1,0 +1,91 @@
+// The only module that talks to the server: one exported function per endpoint.
+// Every failure is thrown as an Error whose message is a sentence a person can read, because the page
+// shows it in words next to whatever caused it. Aborted requests re-throw the AbortError untouched so
+// callers can ignore requests they cancelled themselves.
+//
+// To add an endpoint: `export const myThing = (body, opts) => post("/api/my-thing", body, opts);`
+
+export class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+  }
+}
+
+// FastAPI answers schema errors with a list of {loc, msg}; turn it into one sentence.
+export function describeDetail(detail, status) {
+  if (typeof detail === "string" && detail.trim()) return detail;
+  if (Array.isArray(detail) && detail.length) {
+    return detail
+      .map((d) => {
+        const where = (d.loc || []).filter((p) => p !== "body").join(" → ");
+        const msg = d.msg || "is not valid";
+        return where ? `${where}: ${msg}` : msg;
+      })
+      .join("; ");
+  }
+  return `The server answered with an error (HTTP ${status}).`;
+}
+
+export async function request(path, { method = "GET", body, signal } = {}) {
+  const init = { method, signal, headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let res;
+  let text;
+  try {
+    res = await fetch(path, init);
+    text = await res.text();
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    throw new ApiError("Could not reach the Attention Atlas server. Is it still running?", 0);
+  }
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!res.ok) {
+    if (data && data.detail !== undefined) throw new ApiError(describeDetail(data.detail, res.status), res.status);
+    if (res.status >= 500) {
+      throw new ApiError(`The server failed while answering (HTTP ${res.status}). Try again or a shorter prompt.`,
+        res.status);
+    }
+    throw new ApiError(`The server refused the request (HTTP ${res.status} ${res.statusText}).`, res.status);
+  }
+  if (data === null) throw new ApiError("The server sent an answer that is not JSON.", res.status);
+  return data;
+}
+
+export const post = (path, body, opts = {}) => request(path, { ...opts, method: "POST", body });
+
+// The model list rarely changes while a page is open. The page template embeds it (data-models on
+// <body>) so the first paint needs no round trip; otherwise fetch it once, and again after a failure.
+let modelsPromise = null;
+export function getModels() {
+  const embedded = document.body?.dataset.models;
+  if (!modelsPromise && embedded) {
+    try {
+      modelsPromise = Promise.resolve(JSON.parse(embedded));
+    } catch {
+      modelsPromise = null;
+    }
+  }
+  if (!modelsPromise) {
+    modelsPromise = request("/api/models").catch((e) => {
+      modelsPromise = null;
+      throw e;
+    });
+  }
+  return modelsPromise;
+}
+
+// POST /api/trace: tokens, all heads' attention (compact), residual norms, predictions, logit lens.
+export const trace = (body, opts) => post("/api/trace", body, opts);
+
+// POST /api/head: one head's full-resolution attention and its role scores.
+export const head = (body, opts) => post("/api/head", body, opts);

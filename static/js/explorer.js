@@ -1,0 +1,436 @@
+// The explorer page: type a prompt, see every head, open one, follow a token to its next-token guess.
+// This module only wires things together: api.js fetches, store.js keeps the state in the URL, the
+// views draw. Requests race while typing, so each trace carries a sequence number and an
+// AbortController: a newer keystroke cancels the older request, and a late answer is ignored.
+
+import * as api from "./api.js";
+import { decodeAttention } from "./attention.js";
+import { loadPlotly } from "./plot.js";
+import { pngButton } from "./png.js";
+import * as store from "./store.js";
+import { displayToText, markTokens, renderTokens } from "./tokens.js";
+import { gridCanvas, renderGrid, updateGrid } from "./views/grid.js";
+import { highlightHeatmap, renderHeatmap } from "./views/heatmap.js";
+import { renderLens } from "./views/lens.js";
+import { highlightLines, linesCanvas, renderLines } from "./views/lines.js";
+import { renderNext } from "./views/nexttoken.js";
+import { renderResidualMap, renderResidualStory } from "./views/residual.js";
+
+store.define({
+  pos: { type: "int", def: null }, // the token followed by the residual and next-token views; null = last
+  temp: { type: "float", def: 1 },
+  sink: { type: "bool", def: false }, // true: hide token 0 and renormalise the rows
+});
+
+const TOP_K = 10;
+const TYPING_DEBOUNCE_MS = 250;
+const SLIDER_DEBOUNCE_MS = 150;
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  prompt: $("prompt"),
+  presets: $("presets"),
+  status: $("status"),
+  tokens: $("tokens"),
+  grid: $("head-grid"),
+  gridCaption: $("grid-caption"),
+  detailTitle: $("detail-title"),
+  detailHint: $("detail-hint"),
+  detailBody: $("detail-body"),
+  precision: $("detail-precision"),
+  heatmap: $("detail-heatmap"),
+  lines: $("detail-lines"),
+  linesPng: $("lines-png"),
+  scores: $("head-scores"),
+  sink: $("sink-toggle"),
+  viewButtons: [...document.querySelectorAll("#detail-panel [data-view]")],
+  nextCaption: $("next-caption"),
+  nextPlot: $("next-plot"),
+  temperature: $("temperature"),
+  tempOut: $("temp-out"),
+  append: $("append"),
+  residStory: $("resid-story"),
+  residMap: $("resid-map"),
+  lens: $("lens-plot"),
+};
+const errors = {
+  prompt: $("prompt-error"),
+  detail: $("detail-error"),
+  next: $("next-error"),
+  resid: $("resid-error"),
+  lens: $("lens-error"),
+};
+
+let models = null; // /api/models
+let current = null; // the trace on screen: {seq, data, att, prompt, model, nKvHead}
+let exact = null; // full-precision pattern of the open head from /api/head: {key, pattern, scores, kvHead}
+let hover = null; // token index under the pointer
+let chosen = null; // token id chosen for "append"
+let traceSeq = 0;
+let traceCtl = null;
+let headSeq = 0;
+let headCtl = null;
+
+function showError(target, message) {
+  target.textContent = message || "";
+  target.hidden = !message;
+}
+
+// ---- the trace: one request per prompt, everything on the page is drawn from it ----
+
+async function runTrace() {
+  const st = store.get();
+  traceCtl?.abort();
+  const seq = ++traceSeq;
+  if (!st.prompt.trim()) {
+    showError(errors.prompt, "Type a prompt (or pick a class demo) to see the model's attention.");
+    ui.status.textContent = "";
+    return;
+  }
+  const ctl = new AbortController();
+  traceCtl = ctl;
+  const t0 = performance.now();
+  document.body.classList.add("busy");
+  ui.status.textContent = "Running the model…";
+  try {
+    const body = { prompt: st.prompt, model: st.model || null, temperature: st.temp, top_k: TOP_K };
+    const data = await api.trace(body, { signal: ctl.signal });
+    if (seq !== traceSeq) return; // a newer request was made meanwhile: this answer is out of date
+    const t1 = performance.now();
+    const att = decodeAttention(data.attention);
+    const info = models?.models.find((m) => m.name === data.model);
+    current = { seq, data, att, prompt: st.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
+    exact = null;
+    showError(errors.prompt, null);
+    document.body.classList.remove("stale");
+    drawFast();
+    const t2 = performance.now();
+    ui.grid.dataset.seq = String(seq);
+    ui.status.textContent = `${data.n} tokens · ${data.model}: model and transfer ${Math.round(t1 - t0)} ms, grid drawn in ${Math.round(t2 - t1)} ms`;
+    window.dispatchEvent(new CustomEvent("atlas:grid", { detail: { seq, n: data.n, fetchMs: t1 - t0, drawMs: t2 - t1 } }));
+    // Plotly's views after the grid has reached the screen, so typing feels instant.
+    requestAnimationFrame(() => setTimeout(() => seq === traceSeq && drawPlots(), 0));
+  } catch (e) {
+    if (e.name === "AbortError" || seq !== traceSeq) return;
+    showError(errors.prompt, e.message);
+    ui.status.textContent = current ? "Showing the last prompt that worked (dimmed)." : "";
+    if (current) document.body.classList.add("stale");
+  } finally {
+    if (seq === traceSeq) document.body.classList.remove("busy");
+  }
+}
+
+const selectedPos = () => {
+  const p = store.get().pos;
+  const n = current.data.n;
+  return p === null || p < 0 || p >= n ? n - 1 : p;
+};
+
+function openHead() {
+  const { layer, head } = store.get();
+  if (!current || layer === null || head === null) return null;
+  if (layer >= current.att.nLayer || head >= current.att.nHead) return null;
+  return { layer, head };
+}
+
+// Token strip and head grid: canvas and DOM only, no Plotly, so they paint within a frame.
+function drawFast() {
+  const { data, att, nKvHead } = current;
+  renderTokens(ui.tokens, data.tokens, {
+    selected: selectedPos(),
+    onHover: setHover,
+    onSelect: (i) => store.set({ pos: i }),
+  });
+  hover = null;
+  renderGrid(ui.grid, {
+    att,
+    nKvHead,
+    open: openHead(),
+    highlight: null,
+    onOpen: (layer, head) => {
+      store.set({ layer, head });
+      if (ui.detailPanel?.getBoundingClientRect().top > window.innerHeight) ui.detailPanel.scrollIntoView();
+    },
+  });
+  const nRep = att.nHead / nKvHead;
+  ui.gridCaption.textContent =
+    nKvHead < att.nHead
+      ? `Each square is one head's attention pattern: rows are layers 0–${att.nLayer - 1} (input side at the top), ` +
+        `columns are heads. Grouped-query attention: the ${nRep} heads in each shaded box share one key/value head.`
+      : `Each square is one head's attention pattern: rows are layers 0–${att.nLayer - 1} (input side at the top), ` +
+        "columns are heads; every head has its own keys and values.";
+}
+ui.detailPanel = $("detail-panel");
+
+function drawPlots() {
+  renderDetail();
+  renderPosViews();
+  renderLensView();
+}
+
+async function guarded(errorEl, fn) {
+  try {
+    await fn();
+    showError(errorEl, null);
+  } catch (e) {
+    showError(errorEl, `This view could not be drawn: ${e.message}`);
+  }
+}
+
+// ---- head detail ----
+
+async function renderDetail() {
+  if (!current) return;
+  const h = openHead();
+  updateGrid(ui.grid, { open: h });
+  ui.detailHint.hidden = Boolean(h);
+  ui.detailBody.hidden = !h;
+  const st = store.get();
+  for (const b of ui.viewButtons) b.setAttribute("aria-pressed", String(b.dataset.view === st.view));
+  ui.sink.checked = st.sink;
+  if (!h) {
+    ui.detailTitle.textContent = "One head";
+    ui.linesPng.hidden = true;
+    return;
+  }
+  const { layer, head } = h;
+  const kv = Math.floor(head / (current.att.nHead / current.nKvHead));
+  ui.detailTitle.textContent =
+    current.nKvHead < current.att.nHead ? `Layer ${layer}, head ${head} (K/V head ${kv})` : `Layer ${layer}, head ${head}`;
+  const key = `${current.seq}:${layer}:${head}`;
+  const precise = exact && exact.key === key;
+  const matrix = precise ? exact.pattern : current.att.matrix(layer, head);
+  ui.precision.textContent = precise
+    ? "Hover a cell for its exact weight. Rows: the token looking; columns: the token looked at."
+    : "8-bit preview (within 0.002); loading exact values…";
+  const data = {
+    tokens: current.data.tokens,
+    matrix,
+    causal: current.att.causal,
+    hideSink: st.sink,
+    highlight: hover,
+    filename: `attention-L${layer}H${head}`,
+  };
+  const lines = st.view === "lines";
+  ui.heatmap.hidden = lines;
+  ui.lines.hidden = !lines;
+  ui.linesPng.hidden = !lines;
+  await guarded(errors.detail, async () => {
+    if (lines) renderLines(ui.lines, data);
+    else await renderHeatmap(ui.heatmap, data);
+  });
+  renderScores(precise ? exact.scores : null);
+  if (!precise) fetchExact(key, layer, head);
+}
+
+async function fetchExact(key, layer, head) {
+  headCtl?.abort();
+  const ctl = new AbortController();
+  headCtl = ctl;
+  const seq = ++headSeq;
+  try {
+    const body = { prompt: current.prompt, model: current.model || null, layer, head };
+    const res = await api.head(body, { signal: ctl.signal });
+    if (seq !== headSeq || !current || key !== `${current.seq}:${layer}:${head}`) return;
+    exact = { key, pattern: Float32Array.from(res.pattern.flat()), scores: res.scores, kvHead: res.kv_head };
+    renderDetail();
+  } catch (e) {
+    if (e.name === "AbortError" || seq !== headSeq) return;
+    ui.precision.textContent = "";
+    showError(errors.detail, `Exact values for this head are unavailable (${e.message}); showing the 8-bit preview.`);
+  }
+}
+
+const SCORE_TEXT = {
+  previous_token: ["previous token", "mean attention from each token to the one just before it"],
+  first_token: ["first token (sink)", "mean attention to token 0"],
+  self: ["self", "mean attention of a token to itself"],
+  entropy: ["entropy", "bits per row: 0 = looks at one token, higher = spread out"],
+};
+
+function renderScores(scores) {
+  if (!scores) {
+    ui.scores.replaceChildren();
+    return;
+  }
+  const items = [];
+  for (const [k, v] of Object.entries(scores)) {
+    const [name, help] = SCORE_TEXT[k] || [k.replace(/_/g, " "), ""];
+    const dt = document.createElement("dt");
+    dt.textContent = name;
+    dt.title = help;
+    const dd = document.createElement("dd");
+    dd.textContent = k === "entropy" ? `${v.toFixed(2)} bits` : v.toFixed(3);
+    dd.title = help;
+    items.push(dt, dd);
+  }
+  ui.scores.replaceChildren(...items);
+}
+
+// ---- the selected token: residual stream and next-token prediction ----
+
+function renderPosViews() {
+  if (!current) return;
+  const { data } = current;
+  const pos = selectedPos();
+  markTokens(ui.tokens, { hover, selected: pos });
+  const top = data.predictions[pos].top;
+  if (!top.some((p) => p.id === chosen)) chosen = top[0]?.id ?? null;
+  const last = pos === data.n - 1;
+  const actual = last ? null : data.token_ids[pos + 1];
+  const after = `After token ${pos} “${data.tokens[pos]}”`;
+  ui.nextCaption.textContent = last
+    ? `${after}, the last one, the model predicts (temperature ${store.get().temp.toFixed(2)}):`
+    : `${after} the model predicted this; the prompt actually continues with “${data.tokens[pos + 1]}” (outlined if in the top ${top.length}).`;
+  updateAppend(top, last);
+  guarded(errors.next, () =>
+    renderNext(ui.nextPlot, {
+      top,
+      chosen,
+      actual,
+      pos,
+      onChoose: (id) => {
+        chosen = id;
+        renderPosViews();
+      },
+    }),
+  );
+  const r = { tokens: data.tokens, resid: data.resid, writes: data.writes, pos };
+  guarded(errors.resid, async () => {
+    await renderResidualStory(ui.residStory, r);
+    await renderResidualMap(ui.residMap, r);
+  });
+}
+
+function updateAppend(top, last) {
+  const pick = top.find((p) => p.id === chosen);
+  ui.append.disabled = !last || !pick;
+  ui.append.textContent = pick ? `Append “${pick.token}” and run` : "Append";
+  ui.append.title = last ? "Add the chosen token to the prompt and run the model again" : "Generation continues from the last token: click it in the token strip";
+}
+
+function appendChosen() {
+  if (!current) return;
+  const pick = current.data.predictions[current.data.n - 1].top.find((p) => p.id === chosen);
+  if (!pick) return;
+  const text = displayToText(pick.token);
+  if (text === null) {
+    showError(errors.next, `“${pick.token}” is only part of a character (a byte), so it cannot be appended as text. Choose another token.`);
+    return;
+  }
+  const prompt = current.prompt + text;
+  ui.prompt.value = prompt;
+  store.set({ prompt, pos: null });
+}
+
+function renderLensView() {
+  if (!current) return;
+  guarded(errors.lens, () => renderLens(ui.lens, { tokens: current.data.tokens, lens: current.data.lens, pos: selectedPos() }));
+}
+
+// ---- hover: one token lights up everywhere ----
+
+let hoverFrame = 0;
+function setHover(i) {
+  hover = i;
+  cancelAnimationFrame(hoverFrame);
+  hoverFrame = requestAnimationFrame(() => {
+    if (!current) return;
+    markTokens(ui.tokens, { hover, selected: selectedPos() });
+    updateGrid(ui.grid, { highlight: hover });
+    if (!ui.heatmap.hidden) highlightHeatmap(ui.heatmap, hover);
+    if (!ui.lines.hidden) highlightLines(ui.lines, hover);
+  });
+}
+
+// ---- input ----
+
+let typingTimer = 0;
+ui.prompt.addEventListener("input", () => {
+  clearTimeout(typingTimer);
+  typingTimer = setTimeout(() => store.set({ prompt: ui.prompt.value, pos: null }, { history: "replace" }), TYPING_DEBOUNCE_MS);
+});
+ui.prompt.addEventListener("keydown", (e) => {
+  if (e.key !== "Enter") return;
+  e.preventDefault();
+  clearTimeout(typingTimer);
+  const changed = store.set({ prompt: ui.prompt.value, pos: null });
+  if (!changed.has("prompt")) runTrace(); // same text: run again (e.g. after an error)
+});
+ui.presets.addEventListener("change", () => {
+  const prompt = ui.presets.value;
+  ui.presets.value = "";
+  if (!prompt) return;
+  clearTimeout(typingTimer);
+  ui.prompt.value = prompt;
+  store.set({ prompt, pos: null });
+});
+let sliderTimer = 0;
+ui.temperature.addEventListener("input", () => {
+  const t = Number(ui.temperature.value);
+  ui.tempOut.textContent = t.toFixed(2);
+  clearTimeout(sliderTimer);
+  sliderTimer = setTimeout(() => store.set({ temp: t }, { history: "replace" }), SLIDER_DEBOUNCE_MS);
+});
+ui.append.addEventListener("click", appendChosen);
+for (const b of ui.viewButtons) b.addEventListener("click", () => store.set({ view: b.dataset.view }));
+ui.sink.addEventListener("change", () => store.set({ sink: ui.sink.checked }));
+pngButton($("grid-png"), () => gridCanvas(ui.grid), () => `heads-${current?.data.model || "model"}`);
+pngButton(ui.linesPng, () => linesCanvas(ui.lines), () => {
+  const h = openHead();
+  return h ? `attention-lines-L${h.layer}H${h.head}` : "attention-lines";
+});
+
+function syncControls(st) {
+  if (ui.prompt.value !== st.prompt) ui.prompt.value = st.prompt;
+  ui.temperature.value = String(st.temp);
+  ui.tempOut.textContent = st.temp.toFixed(2);
+}
+
+store.subscribe((st, changed, source) => {
+  if (source === "pop") syncControls(st);
+  if (changed.has("prompt") || changed.has("model") || changed.has("temp")) {
+    runTrace();
+    return;
+  }
+  if (!current) return;
+  if (changed.has("layer") || changed.has("head") || changed.has("view") || changed.has("sink")) renderDetail();
+  if (changed.has("pos")) {
+    renderPosViews();
+    renderLensView();
+  }
+});
+
+// Text sizes change with presenter mode and the window: redraw everything from the trace in hand.
+function redrawAll() {
+  if (!current) return;
+  drawFast();
+  drawPlots();
+}
+window.addEventListener("atlas:presenter", redrawAll);
+let resizeTimer = 0;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(redrawAll, 200);
+});
+
+async function init() {
+  try {
+    models = await api.getModels();
+  } catch (e) {
+    showError(errors.prompt, e.message);
+  }
+  const st = store.get();
+  syncControls(st);
+  if (!st.prompt) {
+    ui.prompt.value = ui.prompt.dataset.default;
+    store.set({ prompt: ui.prompt.dataset.default }, { history: "replace" });
+  }
+  else runTrace();
+  // Start fetching Plotly once the first grid is on screen (or soon, if the first trace fails).
+  const warm = () => loadPlotly().catch((e) => showError(errors.detail, e.message));
+  window.addEventListener("atlas:grid", () => requestAnimationFrame(() => setTimeout(warm, 0)), { once: true });
+  setTimeout(warm, 3000);
+}
+
+init();

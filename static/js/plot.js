@@ -1,0 +1,91 @@
+// Shared Plotly plumbing: lazy loading, theme, PNG export config, safe token labels.
+
+// Plotly's bundle is ~4.8 MB and takes over a second to parse, so the explorer loads it after the
+// head grid (drawn on canvas) has painted. The URL comes from the page (data-plotly-src on <body>),
+// served by our own server, never a CDN. Pages that load it with a <script> tag get the same object.
+let plotlyPromise = null;
+export function loadPlotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!plotlyPromise) {
+    plotlyPromise = new Promise((resolve, reject) => {
+      const src = document.body.dataset.plotlySrc;
+      const existing = document.querySelector("script[data-plotly]");
+      const s = existing || document.createElement("script");
+      s.addEventListener("load", () => (window.Plotly ? resolve(window.Plotly) : reject(new Error("no Plotly"))));
+      s.addEventListener("error", () => {
+        plotlyPromise = null;
+        reject(new Error("The plotting library could not be loaded from this server."));
+      });
+      if (!existing) {
+        s.src = src;
+        s.dataset.plotly = "";
+        document.head.append(s);
+      }
+    });
+  }
+  return plotlyPromise;
+}
+
+const css = (name, fallback) =>
+  getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+
+// Fonts and colours follow the page (presenter mode makes them larger and higher-contrast).
+export function theme() {
+  return {
+    font: Number(css("--plot-font", "12")),
+    ink: css("--ink", "#1d1f23"),
+    muted: css("--muted", "#555"),
+    grid: css("--line", "#ddd"),
+    accent: css("--accent", "#2857c5"),
+    family: css("--font", "sans-serif"),
+    mono: css("--mono", "monospace"),
+  };
+}
+
+export function baseLayout(t = theme()) {
+  return {
+    font: { family: t.family, size: t.font, color: t.ink },
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "rgba(0,0,0,0)",
+    hoverlabel: { font: { family: t.mono, size: t.font + 1 } },
+    margin: { t: 10, r: 10, b: 10, l: 10 },
+  };
+}
+
+export function config(filename) {
+  return {
+    displaylogo: false,
+    displayModeBar: true,
+    responsive: true,
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+    toImageButtonOptions: { format: "png", filename, scale: 2 },
+  };
+}
+
+// Plotly renders labels and hover text as a small subset of HTML; escape token text so "<b>" or
+// "<img ...>" typed by a student is shown literally and never interpreted.
+export const plotText = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+// Numeric axes with token tick labels (categorical axes would merge repeated tokens such as "the").
+// When tokens are too many to label legibly, label every k-th one; hover still names every cell.
+export function tokenTicks(tokens, pixels, fontSize, { first = 0 } = {}) {
+  const room = Math.max(1, Math.floor(pixels / (fontSize * 1.35)));
+  const stride = Math.max(1, Math.ceil((tokens.length - first) / room));
+  const tickvals = [];
+  const ticktext = [];
+  for (let i = first; i < tokens.length; i += stride) {
+    tickvals.push(i);
+    ticktext.push(plotText(shorten(tokens[i])));
+  }
+  return { tickmode: "array", tickvals, ticktext };
+}
+
+export const shorten = (s, max = 14) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
+
+// Plotly throws if the element is detached or hidden; views call this instead of Plotly.react.
+export async function react(el, traces, layout, cfg) {
+  const Plotly = await loadPlotly();
+  el.classList.remove("loading");
+  await Plotly.react(el, traces, layout, cfg);
+  return Plotly;
+}

@@ -1,0 +1,282 @@
+// The head grid: every layer x head as a small heatmap on <canvas> (a canvas per head is ~50x faster
+// than Plotly subplots for this many small pictures). Layers are rows, query heads are columns; with
+// grouped-query attention the query heads that share one key/value head sit together in a shaded band
+// (query head h uses K/V head floor(h / n_rep), n_rep = n_head / n_kv_head, as in Llama).
+//
+// Keyboard: arrow keys move between heads, Enter or Space opens the focused head (it is a button).
+
+import { LUT } from "../colors.js";
+
+const state = new WeakMap(); // el -> {key, buttons, canvases, ...}
+const baseCache = new WeakMap(); // Attention -> Map(head index -> n x n canvas)
+
+export function renderGrid(el, data) {
+  const { att, nKvHead } = data;
+  let s = state.get(el);
+  const key = `${att.nLayer}x${att.nHead}/${nKvHead}`;
+  if (!s || s.key !== key) {
+    s = build(el, att.nLayer, att.nHead, nKvHead);
+    s.key = key;
+    state.set(el, s);
+  }
+  s.data = data;
+  layout(el, s);
+  drawAll(s);
+  mark(s);
+}
+
+// Cheap updates that do not change the pictures' data: hover highlight and the opened head.
+export function updateGrid(el, patch) {
+  const s = state.get(el);
+  if (!s) return;
+  s.data = { ...s.data, ...patch };
+  if ("highlight" in patch) drawAll(s);
+  mark(s);
+}
+
+function build(el, L, H, nKv) {
+  const nRep = H / nKv;
+  const grouped = nKv < H;
+  const root = document.createElement("div");
+  root.className = "hg";
+  root.setAttribute("role", "group");
+  root.setAttribute("aria-label", `${L} layers by ${H} heads; arrow keys move, Enter opens a head`);
+  // Columns: layer label, then each K/V group's heads, with a gap column between groups.
+  const cols = ["var(--hg-label)"];
+  const colOf = [];
+  for (let h = 0; h < H; h++) {
+    if (grouped && h > 0 && h % nRep === 0) cols.push("var(--hg-group-gap)");
+    cols.push("var(--thumb)");
+    colOf.push(cols.length);
+  }
+  root.style.gridTemplateColumns = cols.join(" ");
+  root.style.gridTemplateRows = `${grouped ? "auto " : ""}auto repeat(${L}, var(--thumb))`;
+  const headerRows = grouped ? 2 : 1;
+  const add = (tag, cls, row, col, span = 1, text = "") => {
+    const e = document.createElement(tag);
+    e.className = cls;
+    e.style.gridRow = String(row);
+    e.style.gridColumn = `${col} / span ${span}`;
+    if (text) e.textContent = text;
+    root.append(e);
+    return e;
+  };
+  if (grouped) {
+    for (let g = 0; g < nKv; g++) {
+      const col = colOf[g * nRep];
+      const band = add("div", "hg-band", `1 / span ${L + headerRows}`, col, nRep);
+      band.setAttribute("aria-hidden", "true");
+      add("div", "hg-group", 1, col, nRep, `K/V head ${g}`).title =
+        `Query heads ${g * nRep}–${g * nRep + nRep - 1} share key/value head ${g}`;
+    }
+  }
+  for (let h = 0; h < H; h++) add("div", "hg-head", headerRows, colOf[h], 1, `H${h}`);
+  const buttons = [];
+  const canvases = [];
+  for (let l = 0; l < L; l++) {
+    add("div", "hg-layer", l + headerRows + 1, 1, 1, `L${l}`);
+    for (let h = 0; h < H; h++) {
+      const b = add("button", "thumb", l + headerRows + 1, colOf[h]);
+      b.type = "button";
+      b.dataset.layer = String(l);
+      b.dataset.head = String(h);
+      b.tabIndex = -1;
+      const share = grouped ? `, shares K/V head ${Math.floor(h / nRep)}` : "";
+      b.setAttribute("aria-label", `Layer ${l}, head ${h}${share}`);
+      b.title = `Layer ${l}, head ${h}${share}. Click to open.`;
+      const c = document.createElement("canvas");
+      b.append(c);
+      buttons.push(b);
+      canvases.push(c);
+    }
+  }
+  el.replaceChildren(root);
+  const s = { root, buttons, canvases, L, H, nKv, cursor: 0 };
+  root.addEventListener("click", (e) => {
+    const b = e.target.closest(".thumb");
+    if (!b) return;
+    s.cursor = buttons.indexOf(b);
+    s.data.onOpen?.(Number(b.dataset.layer), Number(b.dataset.head));
+  });
+  root.addEventListener("keydown", (e) => move(s, e));
+  root.addEventListener("focusin", (e) => {
+    const b = e.target.closest(".thumb");
+    if (b) s.cursor = buttons.indexOf(b);
+  });
+  return s;
+}
+
+function move(s, e) {
+  const d = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] }[e.key];
+  if (!d) return;
+  e.preventDefault();
+  const l = Math.min(s.L - 1, Math.max(0, Math.floor(s.cursor / s.H) + d[0]));
+  const h = Math.min(s.H - 1, Math.max(0, (s.cursor % s.H) + d[1]));
+  s.cursor = l * s.H + h;
+  mark(s);
+  s.buttons[s.cursor].focus();
+}
+
+// Thumbnail size: fill the panel's width, within limits that keep 8 heads readable on a projector.
+function layout(el, s) {
+  const cs = getComputedStyle(el);
+  const label = parseFloat(cs.getPropertyValue("--hg-label-px")) || 34;
+  const gap = parseFloat(cs.getPropertyValue("--hg-group-gap-px")) || 14;
+  const inner = 4;
+  const width = el.clientWidth || 600;
+  const groups = s.nKv < s.H ? s.nKv - 1 : 0;
+  const avail = width - label - groups * gap - (s.H + groups) * inner - 8;
+  const thumb = Math.max(28, Math.min(150, Math.floor(avail / s.H)));
+  el.style.setProperty("--thumb", `${thumb}px`);
+  s.thumb = thumb;
+}
+
+function bases(att) {
+  let m = baseCache.get(att);
+  if (!m) {
+    m = new Map();
+    baseCache.set(att, m);
+  }
+  return m;
+}
+
+// The head's n x n picture at one pixel per attention weight, coloured through the Viridis table.
+function base(att, l, h) {
+  const m = bases(att);
+  const k = l * att.nHead + h;
+  let c = m.get(k);
+  if (c) return c;
+  const n = att.n;
+  const bytes = att.bytes(l, h);
+  c = document.createElement("canvas");
+  c.width = n;
+  c.height = n;
+  const img = new ImageData(n, n);
+  const px = img.data;
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      const p = (i * n + j) * 4;
+      if (att.causal && j > i) {
+        px[p] = px[p + 1] = px[p + 2] = 238; // masked future: light grey, not "zero attention" purple
+        px[p + 3] = 255;
+      } else {
+        const o = bytes[i * n + j] * 4;
+        px[p] = LUT[o];
+        px[p + 1] = LUT[o + 1];
+        px[p + 2] = LUT[o + 2];
+        px[p + 3] = 255;
+      }
+    }
+  }
+  c.getContext("2d").putImageData(img, 0, 0);
+  m.set(k, c);
+  return c;
+}
+
+function drawAll(s) {
+  const dpr = window.devicePixelRatio || 1;
+  const size = Math.round(s.thumb * dpr);
+  const { att, highlight } = s.data;
+  for (let k = 0; k < s.canvases.length; k++) {
+    const c = s.canvases[k];
+    if (c.width !== size) {
+      c.width = size;
+      c.height = size;
+    }
+    drawThumb(c.getContext("2d"), base(att, Math.floor(k / s.H), k % s.H), att.n, size, highlight);
+  }
+}
+
+export function drawThumb(ctx, img, n, size, highlight) {
+  ctx.imageSmoothingEnabled = n > size; // enlarge with crisp cells, shrink with averaging
+  ctx.imageSmoothingQuality = "high";
+  ctx.drawImage(img, 0, 0, size, size);
+  if (highlight === null || highlight === undefined || highlight >= n) return;
+  // The hovered token's row (what it attends to) and column (what attends to it).
+  const cell = size / n;
+  const w = Math.max(cell, 2);
+  const at = highlight * cell + cell / 2 - w / 2;
+  ctx.fillStyle = "rgba(255,255,255,0.45)";
+  ctx.fillRect(0, at, size, w);
+  ctx.fillRect(at, 0, w, size);
+  ctx.strokeStyle = "rgba(0,0,0,0.7)";
+  ctx.lineWidth = 1;
+  ctx.strokeRect(0.5, at - 0.5, size - 1, w + 1);
+  ctx.strokeRect(at - 0.5, 0.5, w + 1, size - 1);
+}
+
+function mark(s) {
+  const { open, badges } = s.data;
+  s.buttons.forEach((b, k) => {
+    const l = Math.floor(k / s.H);
+    const h = k % s.H;
+    const isOpen = open && open.layer === l && open.head === h;
+    b.classList.toggle("open", Boolean(isOpen));
+    b.setAttribute("aria-pressed", String(Boolean(isOpen)));
+    b.tabIndex = k === s.cursor ? 0 : -1;
+    renderBadges(b, badges?.get(`${l},${h}`));
+  });
+}
+
+// Role badges (previous-token, induction, ...) supplied by the head atlas: [{label, title}] per head.
+function renderBadges(button, list) {
+  let holder = button.querySelector(".badges");
+  if (!list || !list.length) {
+    holder?.remove();
+    return;
+  }
+  if (!holder) {
+    holder = document.createElement("span");
+    holder.className = "badges";
+    button.append(holder);
+  }
+  holder.replaceChildren(
+    ...list.map(({ label, title }) => {
+      const span = document.createElement("span");
+      span.className = "badge";
+      span.textContent = label;
+      if (title) span.title = title;
+      return span;
+    }),
+  );
+}
+
+// One picture of the whole grid, labels and K/V groups included, for the PNG button.
+export function gridCanvas(el) {
+  const s = state.get(el);
+  if (!s) return null;
+  const scale = 2;
+  const rootBox = s.root.getBoundingClientRect();
+  const c = document.createElement("canvas");
+  c.width = Math.ceil(rootBox.width * scale);
+  c.height = Math.ceil(rootBox.height * scale);
+  const ctx = c.getContext("2d");
+  ctx.scale(scale, scale);
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, rootBox.width, rootBox.height);
+  const cs = getComputedStyle(s.root);
+  for (const e of s.root.children) {
+    const r = e.getBoundingClientRect();
+    const x = r.left - rootBox.left;
+    const y = r.top - rootBox.top;
+    if (e.classList.contains("hg-band")) {
+      ctx.fillStyle = getComputedStyle(e).backgroundColor;
+      ctx.fillRect(x, y, r.width, r.height);
+    } else if (e.classList.contains("thumb")) {
+      const k = s.buttons.indexOf(e);
+      const size = Math.round(s.thumb * scale);
+      const tmp = document.createElement("canvas");
+      tmp.width = tmp.height = size;
+      drawThumb(tmp.getContext("2d"), base(s.data.att, Math.floor(k / s.H), k % s.H), s.data.att.n, size,
+        s.data.highlight);
+      ctx.drawImage(tmp, x, y, s.thumb, s.thumb);
+    } else if (e.textContent) {
+      ctx.fillStyle = "#000000";
+      ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      ctx.fillText(e.textContent, x + r.width / 2, y + r.height / 2);
+    }
+  }
+  return c;
+}

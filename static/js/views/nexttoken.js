@@ -1,0 +1,52 @@
+// Next token: the model's top-k probabilities at the selected position (temperature already applied
+// by the server), as horizontal bars on a fixed 0..1 axis. Clicking a bar chooses it for "append".
+
+import { CATEGORY } from "../colors.js";
+import { baseLayout, config, plotText, react, theme } from "../plot.js";
+
+// data: {top: [{id, token, prob}], chosen: id | null, actual: id | null, pos, temperature, onChoose}
+export async function renderNext(el, data) {
+  const { top, chosen, actual } = data;
+  const t = theme();
+  const y = top.map((_, r) => r);
+  const label = (p) => {
+    const tag = p.id === actual ? "  ← actual next" : "";
+    return `${plotText(p.token)}${tag}`;
+  };
+  const trace = {
+    type: "bar",
+    orientation: "h",
+    x: top.map((p) => p.prob),
+    y,
+    text: top.map((p) => (p.prob >= 0.001 ? `${(p.prob * 100).toFixed(1)}%` : "<0.1%")),
+    textposition: "outside",
+    cliponaxis: false,
+    customdata: top.map((p) => plotText(p.token)),
+    hovertemplate: "%{customdata}: p = %{x:.4f}<extra></extra>",
+    marker: {
+      color: top.map((p) => (p.id === chosen ? CATEGORY.chosen : CATEGORY.attention)),
+      line: { color: top.map((p) => (p.id === actual ? "#000" : "rgba(0,0,0,0)")), width: 2 },
+    },
+  };
+  const layout = {
+    ...baseLayout(t),
+    margin: { t: 4, r: 50, b: 8, l: 8 },
+    bargap: 0.2,
+    xaxis: { range: [0, 1], title: { text: "probability" }, tickformat: ".0%", gridcolor: t.grid, automargin: true },
+    yaxis: {
+      tickmode: "array",
+      tickvals: y,
+      ticktext: top.map(label),
+      autorange: "reversed",
+      automargin: true,
+      tickfont: { family: t.mono, size: t.font + 1 },
+    },
+  };
+  const Plotly = await react(el, [trace], layout, config(`next-token-${data.pos}`));
+  el.removeAllListeners?.("plotly_click");
+  el.on("plotly_click", (ev) => {
+    const r = ev.points?.[0]?.y;
+    if (r !== undefined) data.onChoose(top[r].id);
+  });
+  return Plotly;
+}
