@@ -17,7 +17,7 @@ from fastapi.middleware.gzip import GZipMiddleware
 from . import errors, pages, vendor
 from .deps import get_service
 from .middleware import BodyLimit, SecurityHeaders
-from .routers import ablation, cost, heads, models, trace
+from .routers import ablation, cost, heads, models, position, trace
 from .service import ModelService
 from .settings import Settings, get_settings
 
@@ -55,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(trace.router)
     app.include_router(ablation.router)
     app.include_router(heads.router)
+    app.include_router(position.router)
     app.include_router(cost.router)
     app.include_router(pages.router)
     app.include_router(vendor.router)

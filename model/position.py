@@ -64,6 +64,8 @@ def make_permutation(
         for p in (i, j):
             if not 0 <= p < n:
                 raise ValueError(f"position {p} is out of range: the prompt has {n} tokens (0..{n - 1})")
+        if i == j:
+            raise ValueError("a swap needs two different positions")
         perm = list(range(n))
         perm[i], perm[j] = j, i
         return perm
@@ -310,14 +312,19 @@ class RopeClock:
     angles: torch.Tensor  # (P, d/2) each hand's angle in [-pi, pi] at each position
 
 
-def rope_clock(cfg: ModelConfig, scale: float | None = None, n_positions: int | None = None) -> RopeClock:
-    """Each hand's angle, read off the same cos/sin the attention layer multiplies q and k by."""
+def rope_clock(
+    cfg: ModelConfig, scale: float | None = None, positions: int | Sequence[int] | torch.Tensor | None = None
+) -> RopeClock:
+    """Each hand's angle at the given positions (a count means 0..count-1; None the context length),
+    read off the same cos/sin the attention layer multiplies q and k by."""
     _require_rope(cfg)
     scale = float(scale or cfg.rope_scale)
     if scale <= 0:
         raise ValueError("the position-interpolation scale must be positive")
     inv_freq = model_inv_freq(cfg)
-    positions = torch.arange(n_positions or cfg.context_length)
+    if positions is None or isinstance(positions, int):
+        positions = torch.arange(positions or cfg.context_length)
+    positions = torch.as_tensor(positions, dtype=torch.long)
     cos, sin = rope_cos_sin(inv_freq, positions, scale)
     half = cfg.hd // 2
     angles = torch.atan2(sin[:, :half].double(), cos[:, :half].double())

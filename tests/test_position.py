@@ -46,6 +46,7 @@ def test_make_permutation_kinds():
 @pytest.mark.parametrize(
     "kind, kw",
     [("explicit", {"order": [0, 0, 1]}), ("explicit", {"order": [0, 1]}), ("swap", {"swap": (0, 3)}),
+     ("swap", {"swap": (1, 1)}),
      ("sideways", {})],
 )  # fmt: skip
 def test_make_permutation_rejects_bad_input(kind, kw):
@@ -142,14 +143,14 @@ def test_rope_real_qk_from_the_model_also_depends_only_on_offset(tiny_lm):
 
 def test_rope_clock_hands(tiny_lm):
     cfg = tiny_lm.config
-    clock = rope_clock(cfg, n_positions=40)
+    clock = rope_clock(cfg, positions=40)
     assert clock.angles.shape == (40, cfg.hd // 2)
     assert torch.all(clock.angles[0] == 0)
     assert clock.periods[0] == pytest.approx(2 * math.pi)  # the fastest hand turns once per 2*pi tokens
     assert torch.all(clock.periods[1:] > clock.periods[:-1])  # then each slower than the last
     torch.testing.assert_close(clock.angles[1], clock.inv_freq.double(), atol=1e-6, rtol=0)
-    slow = rope_clock(cfg, scale=4.0, n_positions=40)  # interpolation: 4 positions per old one
-    torch.testing.assert_close(slow.angles[4], clock.angles[1], atol=1e-6, rtol=0)
+    slow = rope_clock(cfg, scale=4.0, positions=[0, 4, 8])  # interpolation: 4 positions per old one
+    torch.testing.assert_close(slow.angles[1], clock.angles[1], atol=1e-6, rtol=0)
     assert slow.periods[0] == pytest.approx(4 * clock.periods[0])
 
 

@@ -1,0 +1,251 @@
+"""Request and response bodies of the position lab: /api/permutation, /api/word-order, /api/rope."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from .schemas import PromptRequest, Strict, TokenProb
+
+# Four n x n matrices per condition travel as JSON floats; beyond this a map is unreadable anyway.
+MAX_PERMUTATION_TOKENS = 64
+MAX_CLOCK_POSITIONS = 131_072  # the slider's range; the angles are sampled at most 1025 times over it
+MAX_OFFSET = 1024
+MAX_KEY_POSITION = 100_000
+MAX_RESCALE = 64.0
+PERMUTATION_PROMPT = "The dog bites the man."
+SENTENCE_A, SENTENCE_B = "The dog bites the man.", "The man bites the dog."
+
+
+def _examples(*examples: dict) -> ConfigDict:
+    return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples)})
+
+
+class PermutationRequest(PromptRequest):
+    model_config = _examples(
+        {"prompt": PERMUTATION_PROMPT, "layer": 0, "head": 0, "permutation": "reverse"},
+        {"prompt": PERMUTATION_PROMPT, "permutation": "shuffle", "seed": 3},
+        {"prompt": PERMUTATION_PROMPT, "permutation": "swap", "swap": [1, 4], "layer": 1, "head": 2},
+        {"prompt": PERMUTATION_PROMPT, "permutation": "explicit", "order": [0, 4, 2, 3, 1, 5]},
+    )
+    layer: int = Field(default=0, ge=0, description="Layer of the head whose attention is drawn, from 0.")
+    head: int = Field(default=0, ge=0, description="Query head within the layer, from 0.")
+    permutation: Literal["shuffle", "reverse", "swap", "explicit"] = Field(
+        default="shuffle",
+        description="How to reorder the tokens: a seeded shuffle, reverse, swap two positions, or an explicit order.",
+    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Seed of the shuffle.")
+    swap: tuple[int, int] | None = Field(
+        default=None, description="For 'swap': the two token positions, from 0."
+    )
+    order: list[int] | None = Field(
+        default=None,
+        max_length=MAX_PERMUTATION_TOKENS,
+        description="For 'explicit': new position k holds the original token order[k].",
+    )
+
+    @model_validator(mode="after")
+    def _needs_its_argument(self) -> PermutationRequest:
+        if self.permutation == "swap" and self.swap is None:
+            raise ValueError("a swap needs 'swap': the two token positions to exchange, e.g. [1, 4]")
+        if self.permutation == "explicit" and self.order is None:
+            raise ValueError("an explicit permutation needs 'order', e.g. [2, 0, 1] for three tokens")
+        return self
+
+
+class PermutedCondition(Strict):
+    position: bool = Field(description="Whether position information (RoPE / learned) was on.")
+    causal: bool = Field(description="Whether the causal mask was on.")
+    original: list[list[float]] = Field(description="[query][key] the head on the original order.")
+    reordered: list[list[float]] = Field(
+        description="[query][key] the head on the permuted input, rows and columns put back in the original order."
+    )
+    diff: list[list[float]] = Field(
+        description="reordered - original, from unrounded values (3 significant digits)."
+    )
+    head_max_diff: float = Field(description="Largest |diff| for this head.")
+    attention_max_diff: float = Field(description="Largest attention difference over every layer and head.")
+    probs_max_diff: float = Field(
+        description="Largest change in any next-token probability at any token: the headline output difference."
+    )
+    logits_max_diff: float
+    resid_max_diff: float = Field(
+        description="Largest difference in the final residual stream, token by token."
+    )
+    resid_scale: float = Field(description="Largest |value| of the final residual stream, for scale.")
+    equivariant: bool = Field(
+        description="True when shuffling the input only shuffled the outputs (<= 1e-5)."
+    )
+
+
+class PermutationResponse(Strict):
+    model: str
+    positional: Literal["rope", "learned"]
+    n: int
+    tokens: list[str]
+    token_ids: list[int]
+    permutation: list[int] = Field(description="New position k holds original token permutation[k].")
+    inverse: list[int] = Field(description="Original token i sits at new position inverse[i].")
+    permuted_tokens: list[str]
+    layer: int
+    head: int
+    kv_head: int
+    conditions: list[PermutedCondition] = Field(description="Position off/on x causal off/on.")
+    causal_note: str = Field(description="Why the causal mask alone breaks equivariance.")
+
+
+class WordOrderRequest(Strict):
+    model_config = _examples(
+        {"prompt_a": SENTENCE_A, "prompt_b": SENTENCE_B},
+        {
+            "prompt_a": "Lily gave Tom the ball.",
+            "prompt_b": "Tom gave Lily the ball.",
+            "focus": 1,
+            "top_k": 3,
+        },
+    )
+    prompt_a: str = Field(default=SENTENCE_A, description="A sentence.")
+    prompt_b: str = Field(default=SENTENCE_B, description="The same tokens in another order.")
+    model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
+    focus: int | None = Field(
+        default=None,
+        ge=0,
+        description="Token of prompt A to compare; null = the unmoved token nearest the middle.",
+    )
+    top_k: int = Field(default=5, ge=1, le=20, description="Next-token candidates shown per prompt.")
+
+    @field_validator("prompt_a", "prompt_b")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("type a sentence (it is empty or only spaces)")
+        return v
+
+
+class FocusCompare(Strict):
+    a: list[float] = Field(
+        description="Final residual stream of the focus token in prompt A (4 significant digits)."
+    )
+    b: list[float] = Field(description="The same token's final residual stream in prompt B.")
+    max_diff: float
+    cosine: float
+
+
+class NextCompare(Strict):
+    a: list[TokenProb] = Field(description="Top-k next tokens after prompt A.")
+    b: list[TokenProb] = Field(description="Top-k next tokens after prompt B.")
+    max_diff: float = Field(description="Largest change in any next-token probability.")
+
+
+class OrderCondition(Strict):
+    position: bool
+    causal: bool
+    token_diffs: list[float] = Field(
+        description="Per token of prompt A: largest difference of its final residual stream vs the same token in B."
+    )
+    focus: FocusCompare
+    next: NextCompare
+
+
+class WordOrderResponse(Strict):
+    model: str
+    positional: Literal["rope", "learned"]
+    tokens_a: list[str]
+    tokens_b: list[str]
+    match: list[int] = Field(description="Token i of prompt A is token match[i] of prompt B.")
+    focus: int = Field(description="Index into prompt A of the compared token.")
+    same_last_token: bool = Field(
+        description="Both prompts end with the same token, so their next-token predictions are read at the same token."
+    )
+    conditions: list[OrderCondition] = Field(description="Position off/on x causal off/on.")
+    notes: dict[str, str]
+
+
+class RopeRequest(Strict):
+    model_config = _examples(
+        {},
+        {"scale": 4.0, "prompt": "The cat sat on the mat. The cat", "layer": 1, "head": 0},
+        {"source": "random", "seed": 1, "key_positions": [0, 100, 1000], "max_offset": 64},
+    )
+    model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
+    scale: float | None = Field(
+        default=None, gt=0, le=MAX_RESCALE,
+        description="Position-interpolation scale (positions are divided by it); null = the model's own.",
+    )  # fmt: skip
+    positions: int | None = Field(
+        default=None, ge=2, le=MAX_CLOCK_POSITIONS,
+        description="Range of the clock's position slider; null = the context length times the scale.",
+    )  # fmt: skip
+    source: Literal["model", "random"] = Field(
+        default="model",
+        description="The query/key pair: a real one from the model on `prompt`, or seeded random.",
+    )
+    prompt: str = Field(default="The cat sat on the mat. The cat", description="For source=model.")
+    layer: int = Field(default=0, ge=0)
+    head: int = Field(default=0, ge=0)
+    query: int | None = Field(default=None, ge=0, description="Token giving the query; null = the last.")
+    key: int | None = Field(
+        default=None, ge=0, description="Token giving the key; null = the one before the query."
+    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="For source=random.")
+    key_positions: list[int] | None = Field(
+        default=None, min_length=1, max_length=8,
+        description="Absolute key positions n, one curve each; null = spread over the context.",
+    )  # fmt: skip
+    max_offset: int = Field(default=128, ge=1, le=MAX_OFFSET, description="Offsets m - n from 0 to this.")
+
+    @field_validator("key_positions")
+    @classmethod
+    def _positions_in_range(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            bad = [p for p in v if not 0 <= p <= MAX_KEY_POSITION]
+            if bad:
+                raise ValueError(f"key positions must be between 0 and {MAX_KEY_POSITION}; got {bad}")
+        return v
+
+
+class Clock(Strict):
+    head_dim: int
+    base: float
+    scale: float
+    trained_scale: float = Field(description="The model's own interpolation scale (its config).")
+    context_length: int
+    inv_freq: list[float] = Field(description="Radians per position of each hand, fastest first (scale 1).")
+    periods: list[float] = Field(description="Positions per full turn of each hand at this scale.")
+    turns_in_context: list[float] = Field(
+        description="Full turns each hand makes across the trained context."
+    )
+    positions: list[int] = Field(description="The sampled slider positions.")
+    angles: list[list[float]] = Field(description="[position sample][hand] angle in radians, in [-pi, pi].")
+
+
+class OffsetCurves(Strict):
+    source: Literal["model", "random"]
+    detail: str = Field(description="Where the query and key came from, in words.")
+    offsets: list[int]
+    key_positions: list[int]
+    scores: list[list[float]] = Field(description="[curve][offset] q_m . k_n / sqrt(d) after RoPE.")
+    spread: float = Field(
+        description="Largest disagreement between the curves at one offset: 0 = only m - n matters."
+    )
+    reference: list[float] | None = Field(
+        description="The first curve at the model's trained scale, when the request asks for another scale."
+    )
+
+
+class Learned(Strict):
+    positions: list[int] = Field(description="The positions drawn, spread over the whole context.")
+    similarity: list[list[float]] = Field(description="[i][j] cosine similarity of position vectors i and j.")
+    pca: list[list[float]] = Field(description="[i] position vector i on the top three principal components.")
+    explained: list[float] = Field(description="Share of the variance each component explains.")
+    norms: list[float]
+
+
+class RopeResponse(Strict):
+    model: str
+    positional: Literal["rope", "learned"]
+    message: str
+    clock: Clock | None = Field(description="RoPE models only.")
+    curves: OffsetCurves | None = Field(description="RoPE models only.")
+    learned: Learned | None = Field(description="GPT-2-style models only: learned position embeddings.")
