@@ -13,6 +13,7 @@ Notation: B batch, T tokens, H query heads, K key/value heads, D d_model, d head
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -62,6 +63,13 @@ def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, scale: float):
     return emb.cos().float(), emb.sin().float()
 
 
+@functools.lru_cache(maxsize=16)
+def causal_mask(T: int, device: torch.device) -> torch.Tensor:
+    """(T, T) bool, True above the diagonal: the future a token may not see. Cached, read-only."""
+    with torch.inference_mode(False):
+        return torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
+
+
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat([-x2, x1], dim=-1)
@@ -83,6 +91,7 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(H * d, D, bias=cfg.o_bias or cfg.arch == "gpt2")
         if cfg.arch == "llama":
             self.register_buffer("inv_freq", rope_inv_freq(d, cfg.rope_base, cfg.rope_llama3).float(), persistent=False)
+            self._rope_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self.hook_q = HookPoint()  # (B, T, H, d), after RoPE
         self.hook_k = HookPoint()  # (B, T, K, d), after RoPE
         self.hook_v = HookPoint()  # (B, T, K, d)
@@ -98,8 +107,7 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(B, T, cfg.n_kv_head, cfg.hd)
         if cfg.arch == "llama" and (run is None or run.position):
             scale = run.rope_scale if run is not None and run.rope_scale else cfg.rope_scale
-            cos, sin = rope_cos_sin(self.inv_freq, torch.arange(T, device=x.device), scale)
-            cos, sin = cos[:, None, :], sin[:, None, :]  # broadcast over heads
+            cos, sin = self.rope_table(T, scale, x.device)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         q, k, v = self.hook_q(q, run), self.hook_k(k, run), self.hook_v(v, run)
         z = self.hook_z(self.attend(q, k, v, run), run)  # (B, T, H, d)
@@ -107,16 +115,30 @@ class Attention(nn.Module):
             z = ablate_heads(z, run.ablated_heads(self.layer), run.ablate_mode)
         return self.o_proj(z.reshape(B, T, cfg.n_head * cfg.hd))
 
+    def rope_table(self, T: int, scale: float, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin (T, 1, d) for positions 0..T-1, cached per (T, scale): every layer of every call needs
+        the same table, and building it is a dozen small ops, which add up on short prompts."""
+        key = (T, scale, device, self.inv_freq.dtype)
+        table = self._rope_tables.get(key)
+        if table is None:
+            with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable when training too
+                cos, sin = rope_cos_sin(self.inv_freq, torch.arange(T, device=device), scale)
+            table = cos[:, None, :], sin[:, None, :]  # broadcast over heads
+            if len(self._rope_tables) >= 64:  # scale sweeps must not grow it without bound
+                self._rope_tables.clear()
+            self._rope_tables[key] = table
+        return table
+
     def attend(self, q, k, v, run: Run | None) -> torch.Tensor:
         T = q.shape[1]
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, d)
         # GQA: query head h reads K/V head h // n_rep.
         k = k.repeat_interleave(self.cfg.n_rep, dim=1)
         v = v.repeat_interleave(self.cfg.n_rep, dim=1)
-        scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(self.cfg.hd)  # (B, H, T, T)
+        # In place on the fresh scores: the n^2 tensor is the biggest thing a forward writes.
+        scores = (q.float() @ k.float().transpose(-1, -2)).div_(math.sqrt(self.cfg.hd))  # (B, H, T, T)
         if run is None or run.causal:
-            mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
-            scores = scores.masked_fill(mask, float("-inf"))
+            scores = scores.masked_fill_(causal_mask(T, q.device), float("-inf"))
         scores = self.hook_attn_scores(scores, run)
         pattern = self.hook_pattern(torch.softmax(scores, dim=-1), run)
         return (pattern.to(v.dtype) @ v).transpose(1, 2)  # (B, T, H, d)
