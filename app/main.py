@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(vendor.router)
     pages.mount_static(app)  # keep last
 
-    # Outermost first on the way in: size check before anything reads the body.
+    # Starlette runs the last-added middleware first: oversized bodies are refused before anything reads them.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
