@@ -22,6 +22,7 @@ templates.env.globals["plotly_src"] = plotly_src()  # every page loads Plotly fr
 
 PAGES = {
     "/": "index.html",
+    "/atlas": "atlas.html",
 }
 
 router = APIRouter(include_in_schema=False)

@@ -89,3 +89,13 @@ export const trace = (body, opts) => post("/api/trace", body, opts);
 
 // POST /api/head: one head's full-resolution attention and its role scores.
 export const head = (body, opts) => post("/api/head", body, opts);
+
+// Head atlas. GET /api/heads: every head's role scores, thresholds and labels (computed once per model).
+export const heads = (model, opts) => request(`/api/heads${model ? `?model=${encodeURIComponent(model)}` : ""}`, opts);
+
+// GET /api/heads/probe: every head's attention on one of the atlas's probes ("prose", "repeat", "pronoun").
+export const headsProbe = (probe, model, opts) =>
+  request(`/api/heads/probe?${new URLSearchParams(model ? { probe, model } : { probe })}`, opts);
+
+// POST /api/heads/ablation: knock out heads (or a role group); next-token and repeated-sequence effects.
+export const headAblation = (body, opts) => post("/api/heads/ablation", body, opts);

@@ -9,6 +9,7 @@ import { loadPlotly } from "./plot.js";
 import { pngButton } from "./png.js";
 import * as store from "./store.js";
 import { displayToText, markTokens, renderTokens } from "./tokens.js";
+import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, showRoles } from "./explorer_roles.js";
 import { gridCanvas, renderGrid, updateGrid } from "./views/grid.js";
 import { highlightHeatmap, renderHeatmap } from "./views/heatmap.js";
 import { renderLens } from "./views/lens.js";
@@ -147,11 +148,13 @@ function drawFast() {
     nKvHead,
     open: openHead(),
     highlight: null,
+    badges: gridBadges(current.model),
     onOpen: (layer, head) => {
       store.set({ layer, head });
       if (ui.detailPanel?.getBoundingClientRect().top > window.innerHeight) ui.detailPanel.scrollIntoView();
     },
   });
+  showRoles(ui.grid, current.model);
   const nRep = att.nHead / nKvHead;
   ui.gridCaption.textContent =
     nKvHead < att.nHead
@@ -194,6 +197,7 @@ async function renderDetail() {
     return;
   }
   const { layer, head } = h;
+  resetHeadKnockout();
   const kv = Math.floor(head / (current.att.nHead / current.nKvHead));
   ui.detailTitle.textContent =
     current.nKvHead < current.att.nHead ? `Layer ${layer}, head ${head} (K/V head ${kv})` : `Layer ${layer}, head ${head}`;
@@ -412,6 +416,12 @@ let resizeTimer = 0;
 window.addEventListener("resize", () => {
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(redrawAll, 200);
+});
+
+mountRoleFilter($("role-filter"));
+mountHeadKnockout({ button: $("head-ko"), result: $("head-ko-result"), error: $("head-ko-error") }, () => {
+  const h = current && openHead();
+  return h ? { prompt: current.prompt, model: current.model, ...h } : null;
 });
 
 async function init() {

@@ -1,0 +1,98 @@
+// The head atlas inside the explorer: role badges on the head grid, a "show only ... heads" filter, and
+// a "knock out this head" control in the head detail. Kept out of explorer.js so that page only calls
+// three functions; every number comes from /api/heads and /api/heads/ablation.
+
+import * as api from "./api.js";
+import { applyRoleFilter, badgeMap, fillRoleSelect, headName, loadRoles, renderKnockout } from "./heads.js";
+import * as store from "./store.js";
+import { updateGrid } from "./views/grid.js";
+
+store.define({ role: { type: "string", def: "" } }); // the grid filter; "" = every head
+
+const loaded = new Map(); // model ("" = default) -> {roles, badges} once /api/heads has answered
+let gridEl = null;
+let select = null;
+
+// Badges for renderGrid's data, if the model's roles are already here (else showRoles adds them).
+export const gridBadges = (model) => loaded.get(model || "")?.badges;
+
+// After each grid render: fetch the roles once per model, then draw badges and apply the filter.
+export async function showRoles(grid, model) {
+  gridEl = grid;
+  const key = model || "";
+  try {
+    if (!loaded.has(key)) {
+      const roles = await loadRoles(model);
+      loaded.set(key, { roles, badges: badgeMap(roles) });
+    }
+  } catch (e) {
+    if (select) select.title = `Head roles unavailable: ${e.message}`;
+    return;
+  }
+  const { roles, badges } = loaded.get(key);
+  updateGrid(grid, { badges });
+  if (select && select.dataset.model !== roles.model) {
+    fillRoleSelect(select, roles, store.get().role);
+    select.dataset.model = roles.model;
+  }
+  applyRoleFilter(grid, roles, store.get().role);
+  grid.dataset.roles = roles.model;
+}
+
+export function mountRoleFilter(sel) {
+  select = sel;
+  sel.addEventListener("change", () => store.set({ role: sel.value }));
+  store.subscribe((st, changed) => {
+    if (!changed.has("role") || !gridEl) return;
+    const entry = loaded.get(st.model || "");
+    if (entry) applyRoleFilter(gridEl, entry.roles, st.role);
+    if (sel.value !== st.role) sel.value = st.role;
+  });
+}
+
+// ---- "knock out this head" in the head detail ----
+
+let ko = null; // {button, result, error, getContext, key, seq, ctl}
+
+export function mountHeadKnockout({ button, result, error }, getContext) {
+  ko = { button, result, error, getContext, key: null, seq: 0, ctl: null };
+  button.addEventListener("click", runHeadKnockout);
+}
+
+// Called whenever the detail shows a head: a result belongs to one prompt and one head only.
+export function resetHeadKnockout() {
+  if (!ko) return;
+  const c = ko.getContext();
+  const key = c ? `${c.model}|${c.prompt}|${c.layer}|${c.head}` : null;
+  if (key === ko.key) return;
+  ko.key = key;
+  ko.ctl?.abort();
+  ko.result.replaceChildren();
+  ko.error.hidden = true;
+  ko.button.setAttribute("aria-pressed", "false");
+  if (c) ko.button.textContent = `Knock out ${headName(c.layer, c.head)}`;
+}
+
+async function runHeadKnockout() {
+  const c = ko.getContext();
+  if (!c) return;
+  ko.ctl?.abort();
+  const ctl = new AbortController();
+  ko.ctl = ctl;
+  const seq = ++ko.seq;
+  ko.button.setAttribute("aria-pressed", "true");
+  ko.result.replaceChildren();
+  ko.result.textContent = "Running the model without this head…";
+  try {
+    const body = { prompt: c.prompt, model: c.model || null, heads: [[c.layer, c.head]], top_k: 5 };
+    const res = await api.headAblation(body, { signal: ctl.signal });
+    if (seq !== ko.seq) return;
+    renderKnockout(ko.result, res);
+    ko.error.hidden = true;
+  } catch (e) {
+    if (e.name === "AbortError" || seq !== ko.seq) return;
+    ko.result.replaceChildren();
+    ko.error.textContent = e.message;
+    ko.error.hidden = false;
+  }
+}
