@@ -408,7 +408,9 @@ class ModelService:
         cap = self.settings.max_cost_n
         max_n = req.max_n or min(TIMING_DEFAULT_N, cap)
         if max_n > cap:
-            raise BadInput(f"max_n is {max_n}; this server times attention up to n = {cap} (limits.max_cost_n).")
+            raise BadInput(
+                f"max_n is {max_n}; this server times attention up to n = {cap} (limits.max_cost_n)."
+            )
         with exclusive("timing", wait_s=TIMING_BUDGET_S + 2), self.slot():
             report = timing_report(lm.net, max_n, req.repeats, TIMING_BUDGET_S)
         return to_json({"model": lm.name, **report})
@@ -432,12 +434,12 @@ def head_scores(p: torch.Tensor) -> dict:
     """Summary numbers of one (n, n) pattern; previous-token uses the shared definition in model/heads."""
     n = p.shape[0]
     entropy = -torch.special.xlogy(p, p).sum(-1).mean() / math.log(2)
-    prev = previous_token_scores(p[None, None])[0, 0].item() if n > 1 else 0.0
+    prev = round(previous_token_scores(p[None, None])[0, 0].item(), 5) if n > 1 else None
     return {
-        "previous_token": round(prev, 5),
+        "previous_token": prev,
         "first_token": round(p[:, 0].mean().item(), 5),
         "self": round(p.diagonal().mean().item(), 5),
-        "entropy": round(entropy.item(), 5),
+        "entropy": round(max(entropy.item(), 0.0), 5),  # no -0.0 for a one-hot row
     }
 
 
