@@ -23,6 +23,8 @@ templates.env.globals["plotly_src"] = plotly_src()  # every page loads Plotly fr
 PAGES = {
     "/": "index.html",
     "/atlas": "atlas.html",
+    "/cost": "cost.html",
+    "/anatomy": "anatomy.html",
 }
 
 router = APIRouter(include_in_schema=False)

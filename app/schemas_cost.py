@@ -96,6 +96,7 @@ class CostModel(Strict):
     params: Params
     scores: Scores
     flops: Flops
+    quadratic_to_feed_forward: float = Field(description="Attention's n^2 FLOPs / the feed-forward's, at n.")
     crossover_n: float = Field(description="n where attention's n^2 FLOPs equal the feed-forward's.")
     kv_cache: KVCache
 
@@ -129,6 +130,8 @@ class Fit(Strict):
     exponent: float = Field(description="Least-squares slope of log time against log n over the top sizes.")
     doubling_factor: float = Field(description="2 ** exponent: what doubling n multiplies the time by.")
     fit_from: int = Field(description="Smallest n in the fit.")
+    fit_ns: list[int] = Field(description="The sizes the line was fitted to.")
+    fitted: list[float] = Field(description="The fitted line's seconds at each of fit_ns.")
 
 
 class TimingResponse(Strict):

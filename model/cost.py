@@ -134,9 +134,11 @@ def arch(cfg: ModelConfig) -> dict:
 
 def report(cfg: ModelConfig, n: int) -> dict:
     """Everything the cost lab shows about one config at n tokens."""
+    f = flops(cfg, n)
     return {
-        "config": arch(cfg), "params": param_census(cfg), "scores": score_counts(cfg, n),
-        "flops": flops(cfg, n), "crossover_n": crossover_n(cfg), "kv_cache": kv_cache(cfg, n),
+        "config": arch(cfg), "params": param_census(cfg), "scores": score_counts(cfg, n), "flops": f,
+        "quadratic_to_feed_forward": f["per_layer"]["attention_quadratic"] / f["per_layer"]["feed_forward"],
+        "crossover_n": crossover_n(cfg), "kv_cache": kv_cache(cfg, n),
     }  # fmt: skip
 
 
@@ -224,7 +226,10 @@ def fit_exponent(ns: Sequence[int], seconds: Sequence[float], upper: int = 4) ->
     mx = sum(x for x, _ in pts) / len(pts)
     my = sum(y for _, y in pts) / len(pts)
     slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
-    return {"exponent": slope, "doubling_factor": 2**slope, "fit_from": round(math.exp(pts[0][0]))}
+    fit_ns = [round(math.exp(x)) for x, _ in pts]
+    fitted = [math.exp(my + slope * (x - mx)) for x, _ in pts]  # the line, to draw over the points
+    return {"exponent": slope, "doubling_factor": 2**slope, "fit_from": fit_ns[0], "fit_ns": fit_ns,
+            "fitted": fitted}  # fmt: skip
 
 
 def model_series(net: torch.nn.Module, layer: int = 0, seed: int = 0) -> dict:
@@ -280,7 +285,8 @@ def timing_report(net: torch.nn.Module, cap: int, repeats: int = 3, budget_s: fl
     return {
         "device": p.device.type, "threads": torch.get_num_threads(), "repeats": t.repeats, "ns": t.ns,
         "seconds": {k: [round(x, 7) for x in v] for k, v in t.seconds.items()}, "skipped": t.skipped,
-        "fits": {k: {kk: round(vv, 4) if isinstance(vv, float) else vv for kk, vv in f.items()}
+        "fits": {k: {"exponent": round(f["exponent"], 4), "doubling_factor": round(f["doubling_factor"], 4),
+                     "fit_from": f["fit_from"], "fit_ns": f["fit_ns"], "fitted": [round(x, 7) for x in f["fitted"]]}
                  for k, f in fits.items()},
         "sentence": sentence,
     }  # fmt: skip

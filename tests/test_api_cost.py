@@ -39,6 +39,7 @@ def test_api_cost_gives_n_squared_for_the_live_and_reference_models(client, tiny
     assert [m["key"] for m in refs] == list(REFERENCE)
     l7 = next(m for m in refs if m["key"] == "llama-2-7b")
     assert l7["params"]["total"] == 6_738_415_616 and l7["crossover_n"] == 16_512
+    assert l7["quadratic_to_feed_forward"] == pytest.approx(4096 / 16_512)  # linear in n, 1 at the crossover
     assert l7["flops"]["per_layer"]["attention_quadratic"] == 4 * 4096**2 * 32 * 128
     l70 = next(m for m in refs if m["key"] == "llama-2-70b")
     assert l70["kv_cache"]["saving"] == 8 and l70["kv_cache"]["bytes"] == 2 * 80 * 8 * 128 * 4096 * 2

@@ -162,6 +162,8 @@ def test_fit_recovers_the_exponent_on_a_fake_timer():
     assert quad["exponent"] == pytest.approx(2.0, abs=0.02)  # the constant overhead fades at large n
     assert quad["doubling_factor"] == pytest.approx(4.0, rel=0.02)
     assert quad["fit_from"] == 512
+    assert quad["fit_ns"] == [512, 1024, 2048, 4096]
+    assert quad["fitted"][-1] == pytest.approx(t.seconds["quadratic"][-1], rel=0.02)
     assert fit_exponent(t.ns, t.seconds["linear"])["exponent"] == pytest.approx(1.0, abs=1e-9)
 
 

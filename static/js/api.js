@@ -99,3 +99,12 @@ export const headsProbe = (probe, model, opts) =>
 
 // POST /api/heads/ablation: knock out heads (or a role group); next-token and repeated-sequence effects.
 export const headAblation = (body, opts) => post("/api/heads/ablation", body, opts);
+
+// Cost lab. POST /api/cost: the n^2 arithmetic at n for the live model and the reference configs.
+export const cost = (body, opts) => post("/api/cost", body, opts);
+
+// POST /api/cost/timing: the live model's attention and block timed on the server (a few seconds).
+export const costTiming = (body, opts) => post("/api/cost/timing", body, opts);
+
+// POST /api/anatomy: the block diagram's numbers, the whole-model shapes and the parameter census.
+export const anatomy = (body, opts) => post("/api/anatomy", body, opts);

@@ -1,0 +1,137 @@
+// The anatomy page: one prompt -> /api/anatomy -> the block diagram, the whole-model pipeline and the
+// parameter census. Choosing a token or a layer only redraws (every layer and position came in the one
+// answer). Typing races like the explorer's: a newer keystroke aborts the older request.
+
+import * as api from "./api.js";
+import { byId, showError } from "./labs.js";
+import * as store from "./store.js";
+import { markTokens, renderTokens } from "./tokens.js";
+import { renderBlock, renderCensus, renderPipeline } from "./views/anatomy.js";
+
+store.define({
+  pos: { type: "int", def: null }, // followed token; null = the last
+});
+
+const TYPING_DEBOUNCE_MS = 300;
+
+const ui = {
+  prompt: byId("prompt"),
+  promptError: byId("prompt-error"),
+  tokens: byId("tokens"),
+  status: byId("status"),
+  layers: byId("layer-pick"),
+  blockTitle: byId("block-title"),
+  block: byId("block-diagram"),
+  pipeline: byId("pipeline"),
+  modelCaption: byId("model-caption"),
+  census: byId("census-plot"),
+  censusCaption: byId("census-caption"),
+};
+
+let current = null;
+let seq = 0;
+let ctl = null;
+let timer = null;
+
+const pct = (x) => `${(100 * x).toFixed(1)}%`;
+
+function chosen() {
+  const st = store.get();
+  const n = current.n;
+  const L = current.config.n_layer;
+  const pos = st.pos === null || st.pos < 0 || st.pos >= n ? n - 1 : st.pos;
+  const layer = st.layer === null || st.layer < 0 || st.layer >= L ? 0 : st.layer;
+  return { pos, layer };
+}
+
+async function load() {
+  const st = store.get();
+  const prompt = st.prompt || ui.prompt.dataset.default;
+  ctl?.abort();
+  const mine = ++seq;
+  ctl = new AbortController();
+  ui.status.textContent = "Running the model…";
+  try {
+    const data = await api.anatomy({ prompt, model: st.model || null }, { signal: ctl.signal });
+    if (mine !== seq) return;
+    current = data;
+    showError(ui.promptError, null);
+    drawAll();
+    document.body.dataset.ready = "1";
+    ui.status.textContent = `${data.n} tokens through ${data.model}. Click a token to follow it.`;
+  } catch (e) {
+    if (e.name === "AbortError" || mine !== seq) return;
+    showError(ui.promptError, e.message);
+    ui.status.textContent = current ? "Showing the last prompt that worked." : "";
+  }
+}
+
+function drawAll() {
+  const { pos } = chosen();
+  renderTokens(ui.tokens, current.tokens, { selected: pos, onSelect: (i) => store.set({ pos: i }) });
+  drawLayerButtons();
+  drawChosen();
+  drawCensus();
+}
+
+function drawLayerButtons() {
+  const L = current.config.n_layer;
+  if (ui.layers.childElementCount !== L) {
+    const label = document.createElement("span");
+    label.className = "hint";
+    label.textContent = "Layer";
+    const buttons = Array.from({ length: L }, (_, i) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "chip";
+      b.dataset.layer = String(i);
+      b.textContent = String(i);
+      b.addEventListener("click", () => store.set({ layer: i }));
+      return b;
+    });
+    ui.layers.replaceChildren(label, ...buttons);
+  }
+}
+
+function drawChosen() {
+  const { pos, layer } = chosen();
+  markTokens(ui.tokens, { selected: pos });
+  for (const b of ui.layers.querySelectorAll("[data-layer]")) {
+    b.setAttribute("aria-pressed", String(Number(b.dataset.layer) === layer));
+  }
+  ui.blockTitle.textContent = `Block ${layer + 1} of ${current.config.n_layer} (layer ${layer}), token ${pos}: “${current.tokens[pos]}”`;
+  renderBlock(ui.block, current, layer, pos);
+  const c = current.config;
+  ui.modelCaption.textContent =
+    `From token ids to next-word probabilities for ${current.model}: d_model ${c.d_model}, ` +
+    `vocabulary ${c.vocab_size.toLocaleString("en-US")}, ${c.n_layer} identical blocks. Shapes on the arrows are ` +
+    `for this prompt's ${current.n} tokens; numbers are for token ${pos}. Click a block to open it on the left.`;
+  renderPipeline(ui.pipeline, current, pos, layer, (i) => store.set({ layer: i }));
+}
+
+function drawCensus() {
+  const live = current.census[0];
+  const l7 = current.census.find((c) => c.key === "llama-2-7b");
+  ui.censusCaption.textContent =
+    `Counted from each configuration (a tied output layer shares the embedding matrix and is counted once). ` +
+    `Inside the blocks the feed-forward holds ${pct(l7.feed_forward_share)} of Llama-2-7B's parameters, the chapter's ` +
+    `“roughly two thirds”; in ${live.name} it holds ${pct(live.feed_forward_share)}.`;
+  renderCensus(ui.census, current.census).catch((e) => showError(ui.promptError, `The census chart failed: ${e.message}`));
+}
+
+// ---- wiring ----
+
+ui.prompt.value = store.get().prompt || ui.prompt.dataset.default;
+ui.prompt.addEventListener("input", () => {
+  clearTimeout(timer);
+  timer = setTimeout(() => store.set({ prompt: ui.prompt.value, pos: null }, { history: "replace" }), TYPING_DEBOUNCE_MS);
+});
+window.addEventListener("atlas:presenter", () => current && drawCensus());
+
+store.subscribe((st, changed, source) => {
+  if (source === "pop" && changed.has("prompt")) ui.prompt.value = st.prompt || ui.prompt.dataset.default;
+  if (changed.has("prompt") || changed.has("model")) load();
+  else if (current && (changed.has("pos") || changed.has("layer"))) drawChosen();
+});
+
+load();
