@@ -16,6 +16,7 @@ from model.head_ablation import (
     repeat_sentence,
 )
 from model.head_roles import (
+    ROLE_BY_KEY,
     ROLES,
     compute_atlas,
     duplicate_token_scores,
@@ -29,6 +30,7 @@ from model.head_roles import (
     token_induction_scores,
 )
 from model.heads import copy_losses, induction_probe, induction_scores, previous_token_scores
+from model.loading import bundled_path, load
 
 
 def as_heads(*patterns: torch.Tensor) -> torch.Tensor:
@@ -246,3 +248,52 @@ def test_sentences_read_for_a_class():
     assert next_token_sentence([(1, 2)], e) == (
         "Without L1H2 the top guess after “She” changes from “·had” (54%, now 10%) to “·was” (30%)."
     )
+
+
+# ---- the bundled classroom model: the heads its model card reports are found again ----------------
+
+classroom_only = pytest.mark.skipif(
+    not (bundled_path("classroom") / "model.safetensors").exists(),
+    reason="the classroom model is not trained yet",
+)
+
+
+@pytest.fixture(scope="module")
+def classroom():
+    from model.card import read_figures  # the card's machine-readable figures block
+
+    lm = load("classroom")
+    assert lm.card is not None, "the classroom model ships without MODEL_CARD.md"
+    return lm, read_figures(lm.card)["roles"], head_atlas(lm)
+
+
+@classroom_only
+@pytest.mark.slow
+@pytest.mark.parametrize("role", ["previous_token", "induction"])
+def test_atlas_finds_the_heads_the_model_card_reports(classroom, role):
+    lm, card, atlas = classroom
+    best = card[role]
+    head = (best["layer"], best["head"])
+    assert atlas.top_heads(role, 1)[0] == head
+    assert float(atlas.scores[role][head]) == pytest.approx(best["score"], abs=2e-3)
+    torch.testing.assert_close(atlas.scores[role], torch.tensor(card[f"{role}_table"]), atol=2e-3, rtol=0)
+    if best["score"] >= ROLE_BY_KEY[role].threshold:
+        assert head in atlas.heads_with(role)
+    else:
+        assert not atlas.heads_with(role)
+
+
+@classroom_only
+@pytest.mark.slow
+def test_knocking_out_the_top_induction_heads_breaks_copying_more_than_random_heads(classroom):
+    lm, card, atlas = classroom
+    first, second = repeat_losses(lm)
+    assert first == pytest.approx(card["first_copy_loss"], abs=2e-3)
+    assert second == pytest.approx(card["second_copy_loss"], abs=2e-3)
+    if card["induction"]["score"] < ROLE_BY_KEY["induction"].threshold:
+        pytest.skip(f"the model card reports no induction head (best {card['induction']['score']})")
+    heads = atlas.heads_with("induction")
+    r = repeat_knockout(lm, heads, "zero", draws=5, seed=0)
+    rise, rise_random = r.second_ablated - r.second, r.second_random_mean - r.second
+    # "Far more": at least 1 nat of the copying benefit lost, and 4x what random heads cost.
+    assert rise > 1.0 and rise > 4 * max(rise_random, 0.05), (rise, rise_random, repeat_sentence(heads, r))

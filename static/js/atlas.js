@@ -92,7 +92,8 @@ function headCard(role, h, near) {
 }
 
 function roleSection(role) {
-  const sec = el("section", "panel role-section");
+  // Roles with many heads get the full width; the others share a row two by two.
+  const sec = el("section", role.heads.length > 3 ? "panel role-section wide" : "panel role-section");
   sec.dataset.role = role.key;
   const head = el("header", "panel-head");
   const title = el("h2", "", `${role.name} heads `);
