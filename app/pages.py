@@ -23,6 +23,7 @@ templates.env.globals["plotly_src"] = plotly_src()  # every page loads Plotly fr
 PAGES = {
     "/": "index.html",
     "/atlas": "atlas.html",
+    "/position": "position.html",
     "/cost": "cost.html",
     "/anatomy": "anatomy.html",
 }

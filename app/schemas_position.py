@@ -214,7 +214,11 @@ class Clock(Strict):
     inv_freq: list[float] = Field(description="Radians per position of each hand, fastest first (scale 1).")
     periods: list[float] = Field(description="Positions per full turn of each hand at this scale.")
     turns_in_context: list[float] = Field(
-        description="Full turns each hand makes across the trained context."
+        description="Full turns each hand made across the context during training: below 1, training never "
+        "saw the hand go all the way round."
+    )
+    trained_positions: float = Field(
+        description="At this scale, the position where the hands reach the last angles training saw."
     )
     positions: list[int] = Field(description="The sampled slider positions.")
     angles: list[list[float]] = Field(description="[position sample][hand] angle in radians, in [-pi, pi].")

@@ -6,6 +6,7 @@ Kept beside `service.py` (same pattern: check with the service's `lm()/ids()/hea
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -202,12 +203,14 @@ def rope(svc: ModelService, req: RopeRequest) -> bytes:
             if scale != cfg.rope_scale:
                 reference = rounded(rope_offset_scores(cfg, q, k, keys[:1], req.max_offset).scores[0], 5)
         periods = clock.periods.tolist()
+        trained_end = cfg.context_length / cfg.rope_scale  # the last angle training ever saw, per unit speed
         return {
             "model": lm.name, "positional": "rope", "message": rope_message(cfg, clock), "learned": None,
             "clock": {
                 "head_dim": clock.head_dim, "base": clock.base, "scale": scale, "trained_scale": cfg.rope_scale,
                 "context_length": cfg.context_length, "inv_freq": clock.inv_freq.double().tolist(),
-                "periods": periods, "turns_in_context": [cfg.context_length * cfg.rope_scale / p for p in periods],
+                "periods": periods, "trained_positions": cfg.context_length * scale / cfg.rope_scale,
+                "turns_in_context": [t / (2 * math.pi) for t in (clock.inv_freq.double() * trained_end).tolist()],
                 "positions": stops.tolist(), "angles": rounded(clock.angles, 4),
             },
             "curves": {

@@ -128,6 +128,10 @@ def test_rope_interpolation_scale_slows_the_hands(client):
     slow = post(client, "/api/rope", source="random", seed=2, scale=4)
     assert slow["clock"]["periods"][0] == pytest.approx(4 * plain["clock"]["periods"][0])
     assert slow["clock"]["positions"][-1] == 4 * 64 - 1
+    assert slow["clock"]["trained_positions"] == 4 * 64 and plain["clock"]["trained_positions"] == 64
+    # What training saw does not depend on the scale asked for; the fastest hands went round 64 / 2pi times.
+    assert slow["clock"]["turns_in_context"] == plain["clock"]["turns_in_context"]
+    assert plain["clock"]["turns_in_context"][0] == pytest.approx(64 / (2 * math.pi))
     assert slow["curves"]["reference"] == pytest.approx(plain["curves"]["scores"][0], abs=1e-5)
 
 

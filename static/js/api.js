@@ -108,3 +108,15 @@ export const costTiming = (body, opts) => post("/api/cost/timing", body, opts);
 
 // POST /api/anatomy: the block diagram's numbers, the whole-model shapes and the parameter census.
 export const anatomy = (body, opts) => post("/api/anatomy", body, opts);
+
+// Position lab. POST /api/permutation: a head's attention on the prompt and on a permutation put back in
+// order, with position off/on and the causal mask off/on, and the largest differences.
+export const permutation = (body, opts) => post("/api/permutation", body, opts);
+
+// POST /api/word-order: two sentences of the same tokens ("The dog bites the man." / "The man bites the
+// dog."): one token's final representation and the next-token predictions, with position off/on.
+export const wordOrder = (body, opts) => post("/api/word-order", body, opts);
+
+// POST /api/rope: the RoPE clock's hands over the positions and the score-vs-offset curves (or, for a
+// GPT-2-style model, its learned position vectors).
+export const rope = (body, opts) => post("/api/rope", body, opts);

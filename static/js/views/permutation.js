@@ -1,0 +1,138 @@
+// The permutation experiment for one head, in one column (position off, or on): the original attention,
+// the shuffled run's attention put back in the original order, and their difference, as three small
+// canvas maps; under them the verdict numbers, all computed by the server. Token text never goes in as
+// HTML: the maps carry numbers only, and the hover readout is set with textContent.
+
+import { LUT } from "../colors.js";
+
+// PuOr (ColorBrewer): a diverging scale readable with the common colour-vision deficiencies.
+const PUOR = ["#542788", "#998ec3", "#d8daeb", "#f7f7f7", "#fee0b6", "#f1a340", "#b35806"];
+// The difference maps share one symmetric range: the largest difference on screen, but never below
+// MIN_DIFF_RANGE, so float32 rounding (~1e-8) stays white instead of being blown up into a pattern.
+export const MIN_DIFF_RANGE = 0.01;
+export const diffRange = (conds) => Math.max(MIN_DIFF_RANGE, ...conds.map((c) => c.head_max_diff));
+const MASKED = [238, 238, 238];
+
+const hex = (h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16));
+const PUOR_RGB = PUOR.map(hex);
+
+export function divergingRgb(v, range) {
+  const t = Math.max(-1, Math.min(1, v / range)) * 0.5 + 0.5; // 0..1
+  const x = t * (PUOR_RGB.length - 1);
+  const k = Math.min(PUOR_RGB.length - 2, Math.floor(x));
+  const f = x - k;
+  return PUOR_RGB[k].map((c, ch) => Math.round(c + (PUOR_RGB[k + 1][ch] - c) * f));
+}
+
+// The CSS gradient of the legend, from the same stops.
+export const DIVERGING_CSS = `linear-gradient(90deg, ${PUOR.join(", ")})`;
+
+// Scientific notation that a class can read: 1.2 × 10⁻⁸ would need markup, "1.2e-8" does not.
+export function sci(v) {
+  if (v === 0) return "0";
+  const [m, e] = v.toExponential(1).split("e");
+  return `${m}e${Number(e)}`;
+}
+
+const MAPS = [
+  { key: "original", title: "original order" },
+  { key: "reordered", title: "shuffled, put back" },
+  { key: "diff", title: "difference" },
+];
+
+// Which cells the causal mask hid: in the original run key j > query i; in the shuffled run the pair
+// sat at positions inverse[i], inverse[j].
+function maskedCell(key, i, j, causal, inv) {
+  if (!causal) return false;
+  if (key === "original") return j > i;
+  if (key === "reordered") return inv[j] > inv[i];
+  return j > i && inv[j] > inv[i];
+}
+
+function drawMap(canvas, matrix, key, causal, inv, px, range) {
+  const n = matrix.length;
+  const size = n * px;
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.round(size * dpr);
+  canvas.height = Math.round(size * dpr);
+  canvas.style.width = `${size}px`;
+  canvas.style.height = `${size}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      const v = matrix[i][j];
+      let rgb;
+      if (maskedCell(key, i, j, causal, inv)) rgb = MASKED;
+      else if (key === "diff") rgb = divergingRgb(v, range);
+      else {
+        const b = Math.max(0, Math.min(255, Math.round(v * 255))) * 4;
+        rgb = [LUT[b], LUT[b + 1], LUT[b + 2]];
+      }
+      ctx.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
+      ctx.fillRect(j * px, i * px, px - (px > 6 ? 1 : 0), px - (px > 6 ? 1 : 0));
+    }
+  }
+}
+
+function verdictRow(dl, label, value, { id, help, strong = false } = {}) {
+  const dt = document.createElement("dt");
+  dt.textContent = label;
+  if (help) dt.title = help;
+  const dd = document.createElement("dd");
+  dd.textContent = sci(value);
+  dd.dataset.value = String(value);
+  if (id) dd.dataset.metric = id;
+  if (strong) dd.classList.add("big");
+  dl.append(dt, dd);
+}
+
+// col: the column element (holds .maps and .verdict); cond: one of the response's conditions.
+// onHover(i, j) is called with the cell under the pointer (or nulls when it leaves).
+export function renderPermutationColumn(col, cond, data, { mapPx, range, onHover }) {
+  const n = data.n;
+  const px = Math.max(3, Math.min(28, Math.floor(mapPx / n)));
+  const maps = col.querySelector(".maps");
+  const figs = MAPS.map(({ key, title }) => {
+    const fig = document.createElement("figure");
+    fig.className = `map map-${key}`;
+    const canvas = document.createElement("canvas");
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", `${title}: attention of layer ${data.layer} head ${data.head}`);
+    drawMap(canvas, cond[key], key, cond.causal, data.inverse, px, range);
+    canvas.onpointermove = (e) => {
+      const r = canvas.getBoundingClientRect();
+      const j = Math.floor((e.clientX - r.left) / px);
+      const i = Math.floor((e.clientY - r.top) / px);
+      if (i >= 0 && j >= 0 && i < n && j < n) onHover(i, j);
+    };
+    canvas.onpointerleave = () => onHover(null, null);
+    const cap = document.createElement("figcaption");
+    cap.textContent = title;
+    fig.append(canvas, cap);
+    return fig;
+  });
+  maps.replaceChildren(...figs);
+
+  const dl = col.querySelector(".verdict");
+  dl.replaceChildren();
+  verdictRow(dl, "largest change in any next-token probability", cond.probs_max_diff, {
+    id: "probs",
+    strong: true,
+    help: "Over every token of the prompt and every word of the vocabulary: the output difference.",
+  });
+  verdictRow(dl, "largest attention change, this head", cond.head_max_diff, { id: "head" });
+  verdictRow(dl, "largest attention change, any head", cond.attention_max_diff, { id: "attention" });
+  verdictRow(dl, "largest change in the final residual stream", cond.resid_max_diff, {
+    id: "resid",
+    help: `Its values reach ${cond.resid_scale.toFixed(1)}, so this is the rounding of float32 when tiny.`,
+  });
+  col.dataset.equivariant = String(cond.equivariant);
+  col.querySelector(".verdict-word")?.remove();
+  const word = document.createElement("p");
+  word.className = `verdict-word ${cond.equivariant ? "same" : "differs"}`;
+  word.textContent = cond.equivariant
+    ? "Same outputs, just shuffled: the model cannot tell the orders apart (what is left is float32 rounding)."
+    : "Different outputs: the model can tell the orders apart.";
+  dl.after(word);
+}
