@@ -51,3 +51,35 @@ def copy_losses(logits: torch.Tensor, ids: list[int], length: int) -> tuple[floa
     target = torch.tensor(ids[1:], device=logits.device)
     losses = torch.nn.functional.cross_entropy(logits[:-1].float(), target, reduction="none")
     return losses[: length - 1].mean().item(), losses[length:].mean().item()
+
+
+def measure_roles(lm, seeds: tuple[int, ...] = INDUCTION_SEEDS, length: int = INDUCTION_LENGTH) -> dict:
+    """Recompute a model's head-role scores and induction-probe losses from its own forward passes.
+
+    `lm` is a `model.LanguageModel`. Returns plain numbers and (L, H) tables as nested lists, the
+    form the training script writes to the model card and the card test compares against.
+    """
+    prev = previous_token_scores(lm.trace(PROSE).attention)
+    ind, first, second = [], [], []
+    for seed in seeds:
+        ids = induction_probe(lm.config.vocab_size, seed, length)
+        tr = lm.trace(ids)
+        ind.append(induction_scores(tr.attention, length))
+        f, s = copy_losses(tr.logits, ids, length)
+        first.append(f)
+        second.append(s)
+    ind_mean = torch.stack(ind).mean(0)
+
+    def best(table: torch.Tensor) -> dict:
+        flat = int(table.argmax())
+        layer, head = divmod(flat, table.shape[1])
+        return {"layer": layer, "head": head, "score": round(float(table[layer, head]), 4)}
+
+    return {
+        "previous_token": best(prev),
+        "induction": best(ind_mean),
+        "previous_token_table": [[round(float(x), 4) for x in row] for row in prev],
+        "induction_table": [[round(float(x), 4) for x in row] for row in ind_mean],
+        "first_copy_loss": round(sum(first) / len(first), 4),
+        "second_copy_loss": round(sum(second) / len(second), 4),
+    }

@@ -1,0 +1,303 @@
+"""Train the classroom model from scratch and write its checkpoint and model card.
+
+    python -m model.train                      # the shipped recipe (seeded)
+    python -m model.train --steps 600 --out runs/try   # a short experiment
+
+Builds the corpus (`model/corpus.py`) if it is missing, trains a byte-level BPE tokenizer on it,
+then trains a Llama-style transformer with AdamW, warmup + cosine decay, bf16 autocast on CPU.
+Part of every batch is copy data: a span of uniformly random tokens repeated 2-3 times (loss only
+on the repeats, the tokens a model can predict) or a repeated chunk of real text, so induction
+heads have a reason to form. The final evaluation (model/card.py) measures everything the model
+card states.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, pre_tokenizers, trainers
+from tqdm import tqdm
+
+from . import corpus
+from .config import ModelConfig
+from .heads import measure_roles
+from .lm import LanguageModel
+from .loading import CHECKPOINTS, save
+from .tokenizer import Tokenizer
+from .transformer import Attention, Transformer
+
+NATURAL_WEIGHTS = {"stories": 0.4, "brown": 0.3, "bible": 0.15, "wordnet": 0.15}
+
+
+@dataclass
+class Recipe:
+    seed: int = 0
+    vocab_size: int = 4096
+    n_layer: int = 4
+    n_head: int = 8
+    n_kv_head: int = 2
+    d_model: int = 256
+    d_ff: int = 704
+    seq: int = 512  # training length = context length
+    batch: int = 8
+    steps: int = 8000
+    lr: float = 2e-3
+    min_lr: float = 1e-4
+    warmup: int = 200
+    weight_decay: float = 0.1
+    copy_start: float = 0.5  # share of rows that are copy data at step 0 ...
+    copy_end: float = 0.25  # ... decaying linearly to this at the last step
+    random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
+    eval_every: int = 500
+    compile: bool = True
+
+
+# ---------------------------------------------------------------- tokenizer and token streams
+
+
+def train_tokenizer(docs: list[str], vocab_size: int) -> Tokenizer:
+    hf = HFTokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)  # fmt: skip
+    hf.train_from_iterator(docs, trainer)
+    return Tokenizer(hf)
+
+
+def token_stream(tok: Tokenizer, docs: list[str]) -> np.ndarray:
+    """All documents of a part, encoded and joined by a blank line, as one int32 array."""
+    sep = tok.encode("\n\n")
+    out: list[int] = []
+    for enc in tok.hf.encode_batch(docs, add_special_tokens=False):
+        out += enc.ids + sep
+    return np.asarray(out, dtype=np.int32)
+
+
+# ---------------------------------------------------------------- batches
+
+
+class Batches:
+    """Rows of `seq` tokens and a loss mask. Copy episodes always sit inside one row, so the
+    second copy is predictable from the first within the context window."""
+
+    def __init__(self, streams: dict[str, np.ndarray], r: Recipe) -> None:
+        self.streams, self.r = streams, r
+        self.parts = list(NATURAL_WEIGHTS)
+        self.weights = np.array([NATURAL_WEIGHTS[p] for p in self.parts])
+        self.rng = np.random.default_rng(r.seed)
+
+    def natural(self, n: int) -> np.ndarray:
+        s = self.streams[self.parts[self.rng.choice(len(self.parts), p=self.weights)]]
+        i = int(self.rng.integers(0, len(s) - n - 1))
+        return s[i : i + n]
+
+    def copy_row(self) -> tuple[np.ndarray, np.ndarray]:
+        T, V = self.r.seq + 1, self.r.vocab_size
+        toks, mask = [], []
+        n = 0
+        while n < T:
+            L = int(self.rng.integers(8, 129))
+            if self.rng.random() < self.r.random_span_share:
+                span = self.rng.permutation(V)[:L].astype(np.int32)
+                k = int(self.rng.choice([2, 2, 3]))
+                first_mask = np.zeros(L, bool)  # unpredictable: no loss
+                rep_mask = np.ones(L, bool)
+                pieces = [(span, first_mask)] + [(span, rep_mask)] * (k - 1)
+            else:
+                chunk = self.natural(L)
+                ones = np.ones(L, bool)
+                pieces = [(chunk, ones), (chunk, ones)]
+            for t, m in pieces:
+                toks.append(t)
+                mask.append(m)
+                n += len(t)
+        x = np.concatenate(toks)[:T]
+        m = np.concatenate(mask)[:T]
+        return x, m
+
+    def get(self, copy_frac: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        T = self.r.seq + 1
+        xs, ms = [], []
+        for _ in range(self.r.batch):
+            if self.rng.random() < copy_frac:
+                x, m = self.copy_row()
+            else:
+                x, m = self.natural(T), np.ones(T, bool)
+            xs.append(x)
+            ms.append(m)
+        x = torch.from_numpy(np.stack(xs).astype(np.int64))
+        m = torch.from_numpy(np.stack(ms))
+        return x[:, :-1], x[:, 1:], m[:, 1:]  # mask follows the target token
+
+
+# ---------------------------------------------------------------- training fast path
+
+
+def sdpa_attend(self: Attention, q, k, v, run):
+    """Training-only fast path: same maths as Attention.attend (the SDPA-equality test checks it),
+    without materialising the pattern. Any call with a Run (capture, switches) takes the explicit path."""
+    if run is not None:
+        return Attention.attend(self, q, k, v, run)
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    return out.transpose(1, 2)
+
+
+def use_fast_attention(net: Transformer) -> None:
+    for block in net.blocks:
+        block.attn.attend = types.MethodType(sdpa_attend, block.attn)
+
+
+def lr_at(step: int, r: Recipe) -> float:
+    if step < r.warmup:
+        return r.lr * (step + 1) / r.warmup
+    t = (step - r.warmup) / max(1, r.steps - r.warmup)
+    return r.min_lr + 0.5 * (r.lr - r.min_lr) * (1 + math.cos(math.pi * t))
+
+
+def masked_loss(logits: torch.Tensor, y: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    losses = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none")
+    m = m.flatten().float()
+    return (losses * m).sum() / m.sum().clamp_min(1)
+
+
+@torch.no_grad()
+def val_losses(net: Transformer, streams: dict[str, np.ndarray], seq: int, max_rows: int = 8) -> dict[str, float]:
+    """Mean next-token loss per corpus part on the held-out documents (first max_rows windows)."""
+    out = {}
+    for part, s in streams.items():
+        n = min(max_rows, (len(s) - 1) // seq)
+        x = torch.from_numpy(s[: n * seq + 1].astype(np.int64))
+        idx, tgt = x[:-1].view(n, seq), x[1:].view(n, seq)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = net(idx)
+        out[part] = round(F.cross_entropy(logits.float().flatten(0, 1), tgt.flatten()).item(), 4)
+    return out
+
+
+def tokenize_corpus(corpus_dir: Path, vocab_size: int):
+    """Tokenizer and token streams, cached next to the corpus (both are deterministic)."""
+    cache = corpus_dir / f"tokens-{vocab_size}"
+    if (cache / "tokenizer.json").exists():
+        tok = Tokenizer.from_file(cache / "tokenizer.json")
+        data = np.load(cache / "streams.npz")
+        streams = {p: data[f"train_{p}"] for p in corpus.PARTS}
+        return tok, streams, {p: data[f"val_{p}"] for p in corpus.PARTS}
+    train_docs = {p: corpus.read_part(corpus_dir, p, "train") for p in corpus.PARTS}
+    val_docs = {p: corpus.read_part(corpus_dir, p, "val") for p in corpus.PARTS}
+    tok = train_tokenizer([d for p in corpus.PARTS for d in train_docs[p]], vocab_size)
+    streams = {p: token_stream(tok, train_docs[p]) for p in corpus.PARTS}
+    val_streams = {p: token_stream(tok, val_docs[p]) for p in corpus.PARTS}
+    cache.mkdir(parents=True, exist_ok=True)
+    tok.hf.save(str(cache / "tokenizer.json"))
+    np.savez(cache / "streams.npz", **{f"train_{p}": s for p, s in streams.items()},
+             **{f"val_{p}": s for p, s in val_streams.items()})  # fmt: skip
+    return tok, streams, val_streams
+
+
+def load_corpus(folder: Path, seed: int) -> None:
+    if not (folder / "manifest.json").exists():
+        corpus.build(folder, seed)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="Train the classroom model.")
+    defaults = Recipe()
+    for name, value in vars(defaults).items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            ap.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=value)
+        else:
+            ap.add_argument(flag, type=type(value), default=value)
+    ap.add_argument("--corpus", type=Path, default=corpus.DEFAULT_OUT)
+    ap.add_argument("--out", type=Path, default=CHECKPOINTS / "classroom")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    r = Recipe(**{k: getattr(args, k) for k in vars(defaults)})
+    torch.set_num_threads(args.threads)
+    train(r, args.corpus, args.out)
+
+
+def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
+    from .card import evaluate, write_card
+
+    t_start = time.time()
+    torch.manual_seed(r.seed)
+    load_corpus(corpus_dir, r.seed)
+    tok, streams, val_streams = tokenize_corpus(corpus_dir, r.vocab_size)
+    print("train tokens:", {p: len(s) for p, s in streams.items()}, f"({time.time() - t_start:.0f}s)")
+
+    cfg = ModelConfig(arch="llama", vocab_size=tok.vocab_size, n_layer=r.n_layer, n_head=r.n_head,
+                      n_kv_head=r.n_kv_head, d_model=r.d_model, d_ff=r.d_ff, context_length=r.seq,
+                      tie_embeddings=True, name="classroom")  # fmt: skip
+    net = Transformer(cfg)
+    net.init_weights(r.seed)
+    use_fast_attention(net)
+    decay = [p for p in net.parameters() if p.dim() >= 2]
+    no_decay = [p for p in net.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": r.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=r.lr, betas=(0.9, 0.95))  # fmt: skip
+    fwd = torch.compile(net) if r.compile else net
+    lm = LanguageModel(net, tok, name="classroom")
+    batches = Batches(streams, r)
+    history = []
+    tokens_seen = 0
+    t_train = time.time()
+    bar = tqdm(range(r.steps), desc="train", mininterval=5)
+    for step in bar:
+        frac = r.copy_start + (r.copy_end - r.copy_start) * step / max(1, r.steps - 1)
+        x, y, m = batches.get(frac)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, r)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = fwd(x)
+        loss = masked_loss(logits, y, m)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        tokens_seen += x.numel()
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr_at(step, r):.1e}", copy=f"{frac:.2f}")
+        if (step + 1) % r.eval_every == 0 or step + 1 == r.steps:
+            net.eval()
+            roles = measure_roles(lm)
+            vl = val_losses(net, val_streams, r.seq)
+            net.train()
+            rec = {"step": step + 1, "tokens": tokens_seen, "minutes": round((time.time() - t_train) / 60, 2),
+                   "val": vl, "prev": roles["previous_token"], "ind": roles["induction"],
+                   "copy": [roles["first_copy_loss"], roles["second_copy_loss"]]}  # fmt: skip
+            history.append(rec)
+            tqdm.write(json.dumps(rec))
+    train_seconds = time.time() - t_train
+    net.eval()
+    lm = LanguageModel(_fresh_copy(net), tok, name="classroom")  # shipped weights run the explicit path
+    figures = evaluate(lm, val_streams)
+    figures["training"] = {"recipe": vars(r), "tokens_seen": tokens_seen, "train_minutes": round(train_seconds / 60, 1),
+                           "tokens_per_second": round(tokens_seen / train_seconds),
+                           "total_minutes": round((time.time() - t_start) / 60, 1),
+                           "history": history}  # fmt: skip
+    save(lm.net, tok, out, card=None)
+    write_card(out, lm, figures)
+    print(f"saved {out} in {(time.time() - t_start) / 60:.1f} min")
+
+
+def _fresh_copy(net: Transformer) -> Transformer:
+    clean = Transformer(net.cfg)
+    clean.load_state_dict(net.state_dict())
+    return clean.eval()
+
+
+if __name__ == "__main__":
+    main()
