@@ -40,7 +40,8 @@ REFERENCE: dict[str, ModelConfig] = {
     ),
 }  # fmt: skip
 
-CHAPTER_NS = (100, 1_000, 100_000)  # the chapter's table: tokens -> scores per head, per layer
+CHAPTER_NS = (100, 1_000, 100_000)
+SMALL_N_EXPONENT = 1.5  # a fitted exponent below this means overhead, not attention, was measured  # the chapter's table: tokens -> scores per head, per layer
 BYTES = {"fp32": 4, "fp16": 2}
 
 
@@ -278,8 +279,10 @@ def timing_report(net: torch.nn.Module, cap: int, repeats: int = 3, budget_s: fl
         sentence = (
             f"Doubling n multiplied the attention time by {f['doubling_factor']:.1f} on this server "
             f"(fitted exponent {f['exponent']:.2f} over n = {f['fit_from']:,}-{t.ns[-1]:,}; "
-            f"pure n^2 work would give 4)."
+            f"pure n² work would give 4)."
         )
+        if f["exponent"] < SMALL_N_EXPONENT:
+            sentence += " At these sizes the fixed cost of every call still hides the n² work: measure up to a larger n."
     else:
         sentence = "Only one size fitted in the time budget, so there is no exponent to fit."
     return {

@@ -81,7 +81,8 @@ function draw() {
   ui.liveTotal.textContent = fmtWords(live.scores.total);
   ui.liveTotalLabel.textContent =
     `scores in ${d.model}: ${live.config.n_layer} layers × ${live.config.n_head} heads × n²`;
-  ui.status.textContent = `n = ${fmtInt(d.n)} tokens. Doubling n multiplies every count here by 4.`;
+  ui.status.textContent =
+    `n = ${fmtInt(d.n)} tokens. Doubling n multiplies every score count by 4; the KV cache only by 2 (it grows like n).`;
   drawChapter(d, live);
   drawModels(d);
   drawFlops(d);

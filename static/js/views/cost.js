@@ -68,15 +68,16 @@ export async function renderKV(el, { ns, curves, models, n }) {
     const color = MODEL_COLOR[c.key] || t.ink;
     const label = m.live ? `${plotText(c.name)} (live)` : plotText(c.name);
     const gqa = m.config.n_kv_head < m.config.n_head;
+    // One legend entry per model; its dotted "as if multi-head" line toggles with it.
     traces.push({
-      type: "scatter", mode: "lines", x: ns, y: c.kv_bytes, line: { color, width: 3 },
-      name: gqa ? `${label}: GQA, ${m.config.n_kv_head} K/V heads` : `${label}: MHA`,
+      type: "scatter", mode: "lines", x: ns, y: c.kv_bytes, line: { color, width: 3 }, legendgroup: c.key,
+      name: gqa ? `${label}: GQA, ${m.config.n_kv_head} K/V heads (dotted: as MHA)` : `${label}: MHA`,
       hovertemplate: `${label}<br>n = %{x:,}: %{y:.3s}B<extra></extra>`,
     });
     if (gqa) {
       traces.push({
         type: "scatter", mode: "lines", x: ns, y: c.kv_mha_bytes, line: { color, width: 2, dash: "dot" },
-        name: `${label}: if every head had its own K/V`,
+        legendgroup: c.key, showlegend: false, name: `${label}, as plain multi-head`,
         hovertemplate: `${label}, as plain multi-head<br>n = %{x:,}: %{y:.3s}B<extra></extra>`,
       });
     }
@@ -116,8 +117,8 @@ export async function renderTiming(el, data) {
   }
   const layout = {
     ...baseLayout(t),
-    margin: { t: 8, r: 10, b: 48, l: 64 },
-    legend: { x: 0.01, y: 0.99, bgcolor: "rgba(255,255,255,0.85)", font: { size: t.font - 1 } },
+    margin: { t: 8, r: 10, b: 40, l: 64 },
+    legend: BELOW(t),
     xaxis: logAxis(t, "tokens n", { tickvals: data.ns, ticktext: data.ns.map(fmtInt) }),
     yaxis: logAxis(t, "median time (ms)"),
   };
