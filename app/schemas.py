@@ -184,7 +184,10 @@ class HeadScores(Strict):
     previous_token: float | None = Field(
         description="Mean attention from token i to i-1 (model/heads.py); null for 1 token."
     )
-    first_token: float = Field(description="Mean attention to token 0, where 'sink' heads rest.")
+    first_token: float | None = Field(
+        description="Mean attention from tokens 1..n-1 to token 0, where 'sink' heads rest "
+        "(model/head_roles.py); null for 1 token."
+    )
     self: float = Field(description="Mean attention of a token to itself.")
     entropy: float = Field(description="Mean entropy of a row in bits: 0 = sharp, log2(n) = uniform.")
 

@@ -28,7 +28,15 @@ from model.anatomy import anatomy_report
 from model.census import param_census
 from model.cost import cost_report, timing_report
 from model.head_ablation import effect_from_logits, next_token_sentence, repeat_knockout, repeat_sentence
-from model.head_roles import LOCAL_WINDOW, ROLE_BY_KEY, ROLES, head_atlas, probe_attention, prompt_scores
+from model.head_roles import (
+    LOCAL_WINDOW,
+    ROLE_BY_KEY,
+    ROLES,
+    first_token_scores,
+    head_atlas,
+    probe_attention,
+    prompt_scores,
+)
 from model.heads import previous_token_scores
 
 from .exclusive import exclusive
@@ -431,13 +439,14 @@ def token_probs(lm: LanguageModel, ids: list[int], probs: list[float]) -> list[d
 
 
 def head_scores(p: torch.Tensor) -> dict:
-    """Summary numbers of one (n, n) pattern; previous-token uses the shared definition in model/heads."""
+    """Summary numbers of one (n, n) pattern; previous-token and first-token use the shared definitions
+    in model/heads and model/head_roles (first-token skips query 0, which can only see itself)."""
     n = p.shape[0]
     entropy = -torch.special.xlogy(p, p).sum(-1).mean() / math.log(2)
     prev = round(previous_token_scores(p[None, None])[0, 0].item(), 5) if n > 1 else None
     return {
         "previous_token": prev,
-        "first_token": round(p[:, 0].mean().item(), 5),
+        "first_token": round(first_token_scores(p[None, None])[0, 0].item(), 5) if n > 1 else None,
         "self": round(p.diagonal().mean().item(), 5),
         "entropy": round(max(entropy.item(), 0.0), 5),  # no -0.0 for a one-hot row
     }

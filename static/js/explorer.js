@@ -204,9 +204,10 @@ async function renderDetail() {
   const key = `${current.seq}:${layer}:${head}`;
   const precise = exact && exact.key === key;
   const matrix = precise ? exact.pattern : current.att.matrix(layer, head);
-  ui.precision.textContent = precise
-    ? "Hover a cell for its exact weight. Rows: the token looking; columns: the token looked at."
-    : "8-bit preview (within 0.002); loading exact values…";
+  const help = st.view === "lines"
+    ? "Each line joins a token (left) to a token it looks at (right); darker = more attention. Hover a token."
+    : "Rows: the token looking; columns: the token looked at. Hover a cell for its exact weight.";
+  ui.precision.textContent = precise ? help : "8-bit preview (within 0.002); loading exact values…";
   const data = {
     tokens: current.data.tokens,
     matrix,
@@ -247,7 +248,7 @@ async function fetchExact(key, layer, head) {
 
 const SCORE_TEXT = {
   previous_token: ["previous token", "mean attention from each token to the one just before it"],
-  first_token: ["first token (sink)", "mean attention to token 0"],
+  first_token: ["first token (sink)", "mean attention from every later token to token 0"],
   self: ["self", "mean attention of a token to itself"],
   entropy: ["entropy", "bits per row: 0 = looks at one token, higher = spread out"],
 };
@@ -264,7 +265,7 @@ function renderScores(scores) {
     dt.textContent = name;
     dt.title = help;
     const dd = document.createElement("dd");
-    dd.textContent = k === "entropy" ? `${v.toFixed(2)} bits` : v.toFixed(3);
+    dd.textContent = v === null ? "–" : k === "entropy" ? `${v.toFixed(2)} bits` : v.toFixed(3);
     dd.title = help;
     items.push(dt, dd);
   }
