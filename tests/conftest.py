@@ -9,6 +9,9 @@ from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from model import LanguageModel, ModelConfig, Tokenizer, Transformer
 
+# Browser-test fixtures (live server, Chromium, page) for every page's tests.
+pytest_plugins = ["tests.browser_conftest"]
+
 TEXT = (
     "The cat sat on the mat. The dog bites the man. The man bites the dog.\n"
     "Lily had a red ball. She gave it to Tom. Once upon a time there was a small fox.\n"

@@ -54,8 +54,7 @@ export function baseLayout(t = theme()) {
 
 export function config(filename) {
   return {
-    displaylogo: false,
-    displayModeBar: true,
+    displaylogo: false, // the mode bar (with Plotly's PNG camera) appears on hover, as Plotly users expect
     responsive: true,
     modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
     toImageButtonOptions: { format: "png", filename, scale: 2 },
@@ -69,7 +68,7 @@ export const plotText = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&
 // Numeric axes with token tick labels (categorical axes would merge repeated tokens such as "the").
 // When tokens are too many to label legibly, label every k-th one; hover still names every cell.
 export function tokenTicks(tokens, pixels, fontSize, { first = 0 } = {}) {
-  const room = Math.max(1, Math.floor(pixels / (fontSize * 1.35)));
+  const room = Math.max(1, Math.floor(pixels / (fontSize * 1.2)));
   const stride = Math.max(1, Math.ceil((tokens.length - first) / room));
   const tickvals = [];
   const ticktext = [];

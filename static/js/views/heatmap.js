@@ -32,8 +32,9 @@ export async function renderHeatmap(el, data) {
   }
   const t = theme();
   const box = el.getBoundingClientRect();
-  const plotW = Math.max(200, box.width - 180);
-  const plotH = Math.max(200, box.height - 120);
+  // The plotting area is the box minus the tick labels, axis titles and colour bar around it.
+  const plotW = Math.max(200, box.width - 190);
+  const plotH = Math.max(200, box.height - 110);
   const x = Array.from({ length: w }, (_, jj) => jj + first);
   const y = Array.from({ length: n }, (_, i) => i);
   const trace = {

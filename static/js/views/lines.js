@@ -55,13 +55,23 @@ export const linesCanvas = (el) => {
   return copy;
 };
 
+const LABEL_MAX = 18;
+const label = (tok) => (tok.length > LABEL_MAX ? `${tok.slice(0, LABEL_MAX - 1)}…` : tok);
+
 function geometry(s) {
   const t = theme();
   const font = t.font + 1;
   const row = Math.round(font * 1.55);
   const top = Math.round(font * 2);
-  const colW = Math.min(220, Math.max(90, s.width * 0.25));
-  return { t, font, row, top, xL: colW, xR: s.width - colW, height: top + s.data.tokens.length * row + 6 };
+  // Each token column is as wide as its longest label (and the header), measured in the real font.
+  const ctx = s.canvas.getContext("2d");
+  ctx.font = `bold ${font}px ${t.mono}`;
+  const widest = Math.max(ctx.measureText("query (looking)").width, ...s.data.tokens.map((x) => ctx.measureText(label(x)).width));
+  const colW = Math.min(s.width * 0.3, widest + 12);
+  // Lines about as long as BertViz's: slopes stay readable instead of flattening across a wide panel.
+  const span = Math.min(s.width - 2 * colW, Math.max(240, font * 26));
+  const xL = (s.width - span) / 2;
+  return { t, font, row, top, xL, xR: xL + span, height: top + s.data.tokens.length * row + 6 };
 }
 
 function hit(s, e) {
@@ -123,14 +133,14 @@ function draw(s, { background = false } = {}) {
   ctx.textAlign = "left";
   ctx.fillText("key (looked at)", g.xR, g.top / 2);
   for (let i = 0; i < n; i++) {
-    const label = tokens[i].length > 18 ? `${tokens[i].slice(0, 17)}…` : tokens[i];
+    const text = label(tokens[i]);
     for (const side of ["query", "key"]) {
       const active = focus && focus.side === side && focus.i === i;
       const hidden = side === "key" && i < first;
       ctx.fillStyle = hidden ? "#9aa0a6" : active ? g.t.accent : g.t.ink;
       ctx.font = `${active ? "bold " : ""}${g.font}px ${g.t.mono}`;
       ctx.textAlign = side === "query" ? "right" : "left";
-      ctx.fillText(label, side === "query" ? g.xL : g.xR, y(i));
+      ctx.fillText(text, side === "query" ? g.xL : g.xR, y(i));
     }
   }
 }

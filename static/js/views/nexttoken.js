@@ -32,6 +32,7 @@ export async function renderNext(el, data) {
     ...baseLayout(t),
     margin: { t: 4, r: 50, b: 8, l: 8 },
     bargap: 0.2,
+    hovermode: "y", // hover and click anywhere on a row: unlikely tokens have bars a few pixels long
     xaxis: { range: [0, 1], title: { text: "probability" }, tickformat: ".0%", gridcolor: t.grid, automargin: true },
     yaxis: {
       tickmode: "array",

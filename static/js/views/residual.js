@@ -41,11 +41,21 @@ export async function renderResidualStory(el, data) {
   ];
   const layout = {
     ...baseLayout(t),
-    margin: { t: 30, r: 8, b: 8, l: 8 },
+    margin: { t: t.font * 3.6, r: 8, b: 8, l: 8 },
     showlegend: true,
-    legend: { orientation: "h", x: 0, y: 1.18, font: { size: t.font } },
+    legend: { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom", font: { size: t.font } },
     bargap: 0.25,
-    title: { text: `token ${pos} ${plotText(tokens[pos])}`, x: 1, xanchor: "right", y: 0.98, font: { size: t.font } },
+    title: {
+      text: `at token ${pos} <b>${plotText(tokens[pos])}</b>`,
+      x: 0,
+      xref: "paper",
+      xanchor: "left",
+      y: 1,
+      yref: "container",
+      yanchor: "top",
+      pad: { t: 4 },
+      font: { size: t.font + 1 },
+    },
     xaxis: {
       tickmode: "array",
       tickvals: x,
