@@ -151,9 +151,10 @@ RoPE (base {cfg.rope_base:g}), tied embeddings, vocabulary {cfg.vocab_size} (byt
 {data_rows}
 
 Training rows mix these parts (weights {json.dumps(r_weights())}) with copy data: a share of rows
-(from {r['copy_start']:.0%} at the start to {r['copy_end']:.0%} at the end) is filled with episodes of
-8-128 tokens repeated inside the row: {r['random_span_share']:.0%} uniformly random token ids repeated 2-3
-times (loss only on the repeats), the rest a chunk of real text repeated twice.
+({r['copy_start']:.0%} for the first {r['copy_hold']:.0%} of the steps, then falling linearly to {r['copy_end']:.0%})
+is filled with episodes of {r['span_min']}-{r['span_max']} tokens repeated inside the row:
+{r['random_span_share']:.0%} of them uniformly random token ids repeated 2-{r['repeats_max']} times (loss only on the
+repeats), the rest a chunk of real text repeated twice.
 
 ## Training
 {tr['tokens_seen']:,} tokens seen in {r['steps']} steps of {r['batch']} x {r['seq']} tokens, AdamW
