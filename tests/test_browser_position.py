@@ -34,11 +34,11 @@ def open_lab(page, live_server, query: str = "") -> None:
 def test_permutation_equivariant_without_position_not_with_rope(live_server, page):
     open_lab(page, live_server, "&perm=reverse&layer=0&head=0")
     assert page.locator("#perm-shuffled .tok-text").all_text_contents()[0] == "."
-    for name in ("probs", "head", "attention"):
+    for name in ("logits", "probs", "head", "attention"):
         assert metric(page, "perm-off", name) <= 1e-5
     assert page.locator("#perm-off").get_attribute("data-equivariant") == "true"
-    assert metric(page, "perm-on", "attention") > 1e-2
-    assert metric(page, "perm-on", "probs") > 1e-2
+    for name in ("logits", "attention"):
+        assert metric(page, "perm-on", name) > 1e-2
     assert page.locator("#perm-on").get_attribute("data-equivariant") == "false"
     assert page.locator("#causal-note").is_hidden()
     shoot(page, "position")
@@ -74,11 +74,13 @@ def test_click_two_tokens_to_swap(live_server, page):
 def test_dog_bites_man_same_without_position(live_server, page):
     open_lab(page, live_server)
     page.wait_for_selector("#order-off[data-same]")
-    assert page.locator("#order-tokens .tok[aria-pressed='true'] .tok-text").text_content() == "·bites"
+    # The unmoved token nearest the middle: (the last piece of) "bites", however the tokenizer splits it.
+    assert page.locator("#order-tokens .tok[aria-pressed='true'] .tok-text").text_content() in ("·bites", "ites")
     assert page.locator("#order-off").get_attribute("data-same") == "true"
     assert page.locator("#order-on").get_attribute("data-same") == "false"
-    assert metric(page, "order-off", "focus") <= 1e-5
-    assert metric(page, "order-on", "focus") > 1e-3
+    # Residual values reach tens, so float32 rounding alone is ~1e-6 there; the prediction is exact to 1e-7.
+    assert metric(page, "order-off", "focus") <= 1e-4 and metric(page, "order-off", "next") <= 1e-6
+    assert metric(page, "order-on", "focus") > 1e-2
 
 
 def test_clock_hands_follow_the_slider_and_play(live_server, page):

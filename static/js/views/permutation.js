@@ -116,11 +116,12 @@ export function renderPermutationColumn(col, cond, data, { mapPx, range, onHover
 
   const dl = col.querySelector(".verdict");
   dl.replaceChildren();
-  verdictRow(dl, "largest change in any next-token probability", cond.probs_max_diff, {
-    id: "probs",
+  verdictRow(dl, "largest change in the output (any logit)", cond.logits_max_diff, {
+    id: "logits",
     strong: true,
-    help: "Over every token of the prompt and every word of the vocabulary: the output difference.",
+    help: "The model's output scores for every next token, at every token of the prompt.",
   });
+  verdictRow(dl, "largest change in any next-token probability", cond.probs_max_diff, { id: "probs" });
   verdictRow(dl, "largest attention change, this head", cond.head_max_diff, { id: "head" });
   verdictRow(dl, "largest attention change, any head", cond.attention_max_diff, { id: "attention" });
   verdictRow(dl, "largest change in the final residual stream", cond.resid_max_diff, {
@@ -133,6 +134,8 @@ export function renderPermutationColumn(col, cond, data, { mapPx, range, onHover
   word.className = `verdict-word ${cond.equivariant ? "same" : "differs"}`;
   word.textContent = cond.equivariant
     ? "Same outputs, just shuffled: the model cannot tell the orders apart (what is left is float32 rounding)."
-    : "Different outputs: the model can tell the orders apart.";
+    : cond.position
+      ? "Different outputs: the model can tell the orders apart."
+      : "Different outputs, with no position at all: the causal mask alone lets the model tell the orders apart.";
   dl.after(word);
 }

@@ -7,8 +7,8 @@
 import { VIRIDIS } from "../colors.js";
 import { baseLayout, config, react, theme } from "../plot.js";
 
-const DIAL = 78; // css px per dial cell, label included
-const R = 27;
+// Dial cell size follows the font (presenter mode) so the labels under neighbouring dials never touch.
+const dialSize = (font) => Math.max(78, Math.round(font * 7));
 const OUTSIDE = "#D55E00";
 
 const viridisAt = (t) => VIRIDIS[Math.round(Math.max(0, Math.min(1, t)) * (VIRIDIS.length - 1))][1];
@@ -18,6 +18,9 @@ const turnsText = (period) =>
 
 // el: the clock container; clock: the response's clock; index: which sampled position to show.
 export function renderClock(el, clock, index) {
+  const t = theme();
+  const DIAL = dialSize(t.font);
+  const R = Math.round(DIAL * 0.35);
   const hands = clock.angles[0].length;
   const width = Math.max(DIAL * 4, el.clientWidth || DIAL * 8);
   const cols = Math.max(1, Math.floor(width / DIAL));
@@ -37,7 +40,6 @@ export function renderClock(el, clock, index) {
     canvas.style.width = `${w}px`;
     canvas.style.height = `${h}px`;
   }
-  const t = theme();
   const ctx = canvas.getContext("2d");
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, w, h);
@@ -47,7 +49,8 @@ export function renderClock(el, clock, index) {
   for (let k = 0; k < hands; k++) {
     const cx = (k % cols) * DIAL + DIAL / 2;
     const cy = Math.floor(k / cols) * (DIAL + 6) + R + 6;
-    drawDial(ctx, cx, cy, angles[k], clock.turns_in_context[k], beyond, viridisAt((0.85 * k) / Math.max(1, hands - 1)), t);
+    const colour = viridisAt((0.85 * k) / Math.max(1, hands - 1));
+    drawDial(ctx, { cx, cy, R }, angles[k], clock.turns_in_context[k], beyond, colour, t);
     ctx.fillStyle = t.muted;
     ctx.font = `${Math.max(9, t.font - 2)}px ${t.family}`;
     ctx.textAlign = "center";
@@ -64,7 +67,7 @@ export function renderClock(el, clock, index) {
   );
 }
 
-function drawDial(ctx, cx, cy, angle, turns, beyond, colour, t) {
+function drawDial(ctx, { cx, cy, R }, angle, turns, beyond, colour, t) {
   ctx.lineWidth = 1;
   ctx.strokeStyle = t.grid;
   ctx.beginPath();

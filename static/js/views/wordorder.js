@@ -54,9 +54,12 @@ function predictions(title, top) {
 export function renderOrderColumn(col, cond, data, { title }) {
   const word = data.tokens_a[data.focus];
   const { a, b } = cond.focus;
-  const range = Math.max(...a.map(Math.abs), ...b.map(Math.abs), 1e-9);
+  // Colours saturate at the 95th percentile of |value|: a few huge dimensions would otherwise wash out
+  // every other cell (and the difference strip, drawn on the same range).
+  const mags = [...a, ...b].map(Math.abs).sort((x, y) => x - y);
+  const range = Math.max(mags[Math.floor(0.95 * (mags.length - 1))], 1e-9);
   const diff = a.map((v, k) => v - b[k]);
-  const same = cond.focus.max_diff <= 1e-5 * Math.max(1, range);
+  const same = cond.focus.max_diff <= 1e-5 * Math.max(1, mags[mags.length - 1]);
 
   const head = el("h3");
   head.append(el("span", null, `${title}: `), el("span", "mono", word));
@@ -71,6 +74,7 @@ export function renderOrderColumn(col, cond, data, { title }) {
     row.append(el("span", "vec-label", label), strip(values, range, `${label}: ${values.length} numbers`));
     strips.append(row);
   }
+  strips.append(el("p", "hint", `${a.length} numbers, one cell each; colours saturate at ±${range.toPrecision(2)}`));
   const numbers = el("dl", "verdict small");
   const add = (label, value, metric, text) => {
     const dd = el("dd", null, text ?? sci(value));
@@ -85,7 +89,9 @@ export function renderOrderColumn(col, cond, data, { title }) {
   const verdict = el("p", `verdict-word ${same ? "same" : "differs"}`);
   verdict.textContent = same
     ? `Identical: ${word} ends up the same in both sentences, and so does the prediction.`
-    : `Different: the model knows who did what to whom.`;
+    : cond.position
+      ? "Different: the model knows who did what to whom."
+      : `Different, but only because of the mask: ${word} sees different words before it (see the note above).`;
 
   const preds = el("div", "preds-pair");
   preds.append(predictions("next token after the first", cond.next.a), predictions("after the second", cond.next.b));
