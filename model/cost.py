@@ -41,7 +41,7 @@ REFERENCE: dict[str, ModelConfig] = {
 }  # fmt: skip
 
 CHAPTER_NS = (100, 1_000, 100_000)
-SMALL_N_EXPONENT = 1.5  # a fitted exponent below this means overhead, not attention, was measured  # the chapter's table: tokens -> scores per head, per layer
+SMALL_N_EXPONENT = 1.5  # a fitted exponent below this means overhead or contention was measured  # the chapter's table: tokens -> scores per head, per layer
 BYTES = {"fp32": 4, "fp16": 2}
 
 
@@ -282,7 +282,10 @@ def timing_report(net: torch.nn.Module, cap: int, repeats: int = 3, budget_s: fl
             f"pure n² work would give 4)."
         )
         if f["exponent"] < SMALL_N_EXPONENT:
-            sentence += " At these sizes the fixed cost of every call still hides the n² work: measure up to a larger n."
+            sentence += (
+                " Something hides the n² work here: at small n the fixed cost of every call, or other work"
+                " running on this server at the same time. Measure up to a larger n, or again."
+            )
     else:
         sentence = "Only one size fitted in the time budget, so there is no exponent to fit."
     return {
