@@ -93,11 +93,12 @@ def test_docs_and_plotly_work_under_the_csp_in_chromium(folder):
         page.on(
             "console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None
         )
-        page.goto(f"{url}/docs")
-        page.wait_for_selector(".opblock", timeout=30_000)
+        page.goto(f"{url}/docs", wait_until="domcontentloaded", timeout=90_000)
+        page.wait_for_selector(".opblock", timeout=90_000)
         assert page.locator(".opblock").count() >= 4
-        page.goto(f"{url}/")
-        page.wait_for_function("() => window.Plotly !== undefined", timeout=30_000)
+        # Plotly on our own /docs page (not a lab page that may load it lazily): same CSP, same file.
+        page.add_script_tag(url=plotly_src())
+        page.wait_for_function("() => window.Plotly !== undefined", timeout=90_000)
         page.evaluate("""() => { const d = document.createElement('div'); d.id = 'csp-probe';
             document.body.appendChild(d);
             return Plotly.newPlot(d, [{type: 'heatmap', z: [[0, 1], [1, 0]], zmin: 0, zmax: 1}]); }""")
