@@ -12,6 +12,7 @@ import argparse
 import ipaddress
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -64,11 +65,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def lan_address() -> str:
+    """This machine's address on the local network, for students' browsers (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+            return s.getsockname()[0]
+        except OSError:
+            return socket.gethostname()
+
+
 def warn_public(host: str, port: int) -> None:
     line = "!" * BANNER_WIDTH
+    where = lan_address() if host in ("0.0.0.0", "::") else host
     print(f"\n{line}\n  WARNING: listening on {host}:{port}, NOT only on this machine.\n"
           "  Anyone who can reach this address on your network can use the server and its models.\n"
           "  There is no login. Use --host 127.0.0.1 unless you mean to serve a classroom.\n"
+          f"  Other machines open: http://{where}:{port}\n"
           f"{line}\n", file=sys.stderr, flush=True)  # fmt: skip
 
 
