@@ -10,6 +10,8 @@ Loaded for every test module through `pytest_plugins` in tests/conftest.py. A pa
 
 - `live_server`: base URL of `python -m app` on a free port, started once per session, serving the
   bundled model (or the folder in ATLAS_TEST_MODEL, e.g. while the bundled model is being trained).
+  `serve([...models], log)` starts another server, e.g. with several models. ATLAS_TEST_URL points
+  the tests at a server that is already running instead.
 - `browser`: one Chromium per session (never `playwright install`: the Debian binary is used).
 - `page`: a fresh context at 1280x720 in which every request outside 127.0.0.1 is aborted (the app
   must work offline) and recorded in `page.blocked`; uncaught JavaScript errors are collected in
@@ -25,6 +27,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -43,6 +47,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SERVER_START_TIMEOUT_S = 120
+PAGE_TIMEOUT_MS = 60_000
 
 
 def free_port() -> int:
@@ -55,7 +60,9 @@ def wait_until_up(url: str, proc: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"the app exited with code {proc.returncode} before serving:\n{log.read_text()[-3000:]}")
+            pytest.fail(
+                f"the app exited with code {proc.returncode} before serving:\n{log.read_text()[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(url + "/api/models", timeout=2) as r:
                 if r.status == 200:
@@ -66,15 +73,15 @@ def wait_until_up(url: str, proc: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"the app did not answer within {SERVER_START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="session")
-def live_server(tmp_path_factory) -> str:
-    model = os.environ.get("ATLAS_TEST_MODEL", "classroom")
+@contextmanager
+def serve(models: list[str], log: Path) -> Iterator[str]:
+    """`python -m app --model M ...` on a free port until the block ends; yields the base URL."""
     port = free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
     url = f"http://127.0.0.1:{port}"
+    args = [a for m in models for a in ("--model", m)]
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "--model", model, "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "app", *args, "--host", "127.0.0.1", "--port", str(port)],
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -88,6 +95,16 @@ def live_server(tmp_path_factory) -> str:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory) -> Iterator[str]:
+    if os.environ.get("ATLAS_TEST_URL"):  # a server you already run: quicker edit-test cycles
+        yield os.environ["ATLAS_TEST_URL"].rstrip("/")
+        return
+    model = os.environ.get("ATLAS_TEST_MODEL", "classroom")
+    with serve([model], tmp_path_factory.mktemp("server") / "server.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -115,6 +132,8 @@ def is_local(url: str) -> bool:
 def new_page(browser, width: int = 1280, height: int = 720, block_external: bool = True):
     """A page in its own context (own storage), with external requests blocked and JS errors recorded."""
     context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+    # Generous: the machine is shared with training jobs, and a loaded CPU makes everything slower.
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     page = context.new_page()
     page.blocked = []
     page.js_errors = []

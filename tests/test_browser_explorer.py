@@ -7,6 +7,7 @@ predictions are only checked for being shown and used.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import urllib.request
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -17,7 +18,7 @@ from tests.browser_conftest import new_page, shoot
 
 pytestmark = pytest.mark.browser
 
-XSS_PROMPT = 'Hi <img src=x onerror=alert(1)> and <script>alert(1)</script> bye'
+XSS_PROMPT = "Hi <img src=x onerror=alert(1)> and <script>alert(1)</script> bye"
 PLOTS = ("#detail-heatmap", "#next-plot", "#resid-story", "#resid-map", "#lens-plot")
 
 
@@ -35,7 +36,7 @@ def strip_tokens(page) -> list[str]:
     return page.locator("#tokens .tok-text").all_text_contents()
 
 
-def wait_tokens(page, tokens: list[str], timeout: float = 20_000) -> None:
+def wait_tokens(page, tokens: list[str], timeout: float = 60_000) -> None:
     """Until the token strip shows exactly these tokens (the trace for that prompt is on screen)."""
     try:
         page.wait_for_function(
@@ -50,15 +51,17 @@ def wait_tokens(page, tokens: list[str], timeout: float = 20_000) -> None:
         raise AssertionError(f"token strip shows {shown}, expected {tokens}; error line: {error!r}") from e
 
 
-def wait_plot(page, selector: str, timeout: float = 20_000) -> None:
+def wait_plot(page, selector: str, timeout: float = 60_000) -> None:
     page.wait_for_function(
-        "(sel) => document.querySelector(sel)?.querySelector('.main-svg') !== null", arg=selector, timeout=timeout
+        "(sel) => document.querySelector(sel)?.querySelector('.main-svg') !== null",
+        arg=selector,
+        timeout=timeout,
     )
 
 
 def open_explorer(page, base: str, **query) -> None:
     page.goto(f"{base}/?{urlencode(query)}" if query else base + "/")
-    page.wait_for_selector("#head-grid .thumb", timeout=30_000)
+    page.wait_for_selector("#head-grid .thumb")
 
 
 def thumbs_fingerprint(page) -> list[str]:
@@ -142,19 +145,17 @@ def test_explorer_ignores_out_of_order_answers(live_server, browser):
     the first prompt is held back 1.5 s in the page (even if the page aborts it), so it lands last."""
     slow, fast = "The man bites the dog.", "The cat sat on the mat"
     page = new_page(browser)
-    page.add_init_script(
-        """(() => {
-             const real = window.fetch;
-             window.fetch = async (url, init) => {
-               const res = await real(url, { ...init, signal: undefined });
-               if (init && init.body && JSON.parse(init.body).prompt === %s) {
-                 await new Promise((r) => setTimeout(r, 1500));
-               }
-               return res;
-             };
-           })()"""
-        % json.dumps(slow)
-    )
+    hold_back = """(() => {
+         const real = window.fetch;
+         window.fetch = async (url, init) => {
+           const res = await real(url, { ...init, signal: undefined });
+           if (init && init.body && JSON.parse(init.body).prompt === SLOW) {
+             await new Promise((r) => setTimeout(r, 1500));
+           }
+           return res;
+         };
+       })()"""
+    page.add_init_script(hold_back.replace("SLOW", json.dumps(slow)))
     try:
         open_explorer(page, live_server, prompt="Lily had a red ball. She")
         page.wait_for_selector("#tokens .tok")
@@ -191,10 +192,14 @@ def test_explorer_shared_url_restores_head_and_view(live_server, browser):
         assert page.locator("#detail-title").inner_text().startswith("Layer 0, head 1")
         page.go_back()
         page.go_back()
-        page.wait_for_function("() => document.querySelector('#detail-title').textContent.startsWith('Layer 2, head 5')")
+        page.wait_for_function(
+            "() => document.querySelector('#detail-title').textContent.startsWith('Layer 2, head 5')"
+        )
         assert page.locator("#detail-lines").is_visible()
         page.go_forward()
-        page.wait_for_function("() => document.querySelector('#detail-title').textContent.startsWith('Layer 0, head 1')")
+        page.wait_for_function(
+            "() => document.querySelector('#detail-title').textContent.startsWith('Layer 0, head 1')"
+        )
         assert not page.js_errors
     finally:
         page.context.close()
@@ -219,10 +224,17 @@ def test_explorer_keyboard_moves_and_opens_heads(live_server, page):
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowDown")
-    assert page.evaluate("() => document.activeElement.dataset.layer + ',' + document.activeElement.dataset.head") == "1,2"
+    assert (
+        page.evaluate(
+            "() => document.activeElement.dataset.layer + ',' + document.activeElement.dataset.head"
+        )
+        == "1,2"
+    )
     assert "layer" not in query_of(page)  # moving does not open
     page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('#detail-title').textContent.startsWith('Layer 1, head 2')")
+    page.wait_for_function(
+        "() => document.querySelector('#detail-title').textContent.startsWith('Layer 1, head 2')"
+    )
     assert (query_of(page)["layer"], query_of(page)["head"]) == ("1", "2")
 
 
@@ -251,7 +263,9 @@ def test_explorer_append_token_runs_again(live_server, page):
     bar = page.locator("#next-plot .point path").nth(1).bounding_box()
     plot = page.locator("#next-plot .nsewdrag").bounding_box()
     page.mouse.click(plot["x"] + plot["width"] * 0.6, bar["y"] + bar["height"] / 2)
-    page.wait_for_function("(t) => document.querySelector('#append').textContent === `Append “${t}” and run`", arg=second)
+    page.wait_for_function(
+        "(t) => document.querySelector('#append').textContent === `Append “${t}” and run`", arg=second
+    )
 
 
 def test_explorer_temperature_refetches_predictions(live_server, page):
@@ -260,7 +274,9 @@ def test_explorer_temperature_refetches_predictions(live_server, page):
     wait_plot(page, "#next-plot")
     page.locator("#temperature").fill("0.5")
     page.wait_for_function("() => new URLSearchParams(location.search).get('temp') === '0.5'")
-    page.wait_for_function("() => document.querySelector('#next-caption').textContent.includes('temperature 0.50')")
+    page.wait_for_function(
+        "() => document.querySelector('#next-caption').textContent.includes('temperature 0.50')"
+    )
 
 
 def test_explorer_presenter_mode_toggles_and_persists(live_server, page):
@@ -413,3 +429,69 @@ def test_explorer_keystroke_to_grid_time_at_128_tokens(live_server, browser):
         assert median < 3000
     finally:
         page.context.close()
+
+
+@pytest.fixture(scope="module")
+def two_model_server(tmp_path_factory):
+    """The bundled model plus a tiny random 2-layer, 4-head GQA model, both selectable in the page."""
+    from model.loading import save
+    from tests.browser_conftest import serve
+    from tests.conftest import make_tokenizer, tiny_model
+
+    folder = tmp_path_factory.mktemp("models") / "tiny"
+    save(tiny_model(), make_tokenizer(), folder)
+    with serve(
+        [os.environ.get("ATLAS_TEST_MODEL", "classroom"), str(folder)], folder.parent / "server.log"
+    ) as url:
+        yield url
+
+
+def test_explorer_model_selector_switches_models(two_model_server, page):
+    open_explorer(page, two_model_server, prompt="The cat sat on the mat")
+    select = page.locator("#model-select")
+    assert select.locator("option").count() == 2
+    big = page.locator("#head-grid .thumb").count()
+    select.select_option("tiny")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('model') === 'tiny'")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#head-grid .thumb').length === 8"
+    )  # 2 layers x 4
+    assert page.locator("#head-grid .hg-band").count() == 2  # 4 query heads share 2 K/V heads
+    page.go_back()
+    page.wait_for_function("(n) => document.querySelectorAll('#head-grid .thumb').length === n", arg=big)
+    assert select.input_value() != "tiny"
+
+
+def test_explorer_modules_decode_what_the_api_sends(live_server, page):
+    """attention.js against the server's own numbers: the u8 payload decodes to /api/head's exact
+    pattern within half a quantisation step, hiding the sink renormalises rows to 1, and the token
+    strip's display strings turn back into the prompt (what "append" relies on)."""
+    prompt = "The cat sat on the mat.\nThe cat  sat"
+    open_explorer(page, live_server, prompt=prompt)
+    result = page.evaluate(
+        """async (prompt) => {
+             const api = await import('/static/js/api.js');
+             const { decodeAttention, withoutSink } = await import('/static/js/attention.js');
+             const { displayToText } = await import('/static/js/tokens.js');
+             const t = await api.trace({ prompt });
+             const att = decodeAttention(t.attention);
+             let worst = 0, rowErr = 0;
+             for (const [layer, head] of [[0, 0], [1, 5], [att.nLayer - 1, att.nHead - 1]]) {
+               const exact = (await api.head({ prompt, layer, head })).pattern.flat();
+               const m = att.matrix(layer, head);
+               exact.forEach((v, k) => { worst = Math.max(worst, Math.abs(v - m[k])); });
+               const n = att.n, r = withoutSink(Float32Array.from(exact), n);
+               for (let i = 1; i < n; i++) {
+                 let s = 0;
+                 for (let j = 0; j < n - 1; j++) s += r[i * (n - 1) + j] || 0;
+                 rowErr = Math.max(rowErr, Math.abs(s - 1));
+               }
+             }
+             return { worst, rowErr, causal: att.causal, text: t.tokens.map(displayToText).join('') };
+           }""",
+        prompt,
+    )
+    assert result["causal"]
+    assert result["worst"] <= 0.5 / 255 + 1e-6
+    assert result["rowErr"] < 1e-4
+    assert result["text"] == prompt

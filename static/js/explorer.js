@@ -103,7 +103,7 @@ async function runTrace() {
     current = { seq, data, att, prompt: st.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
     exact = null;
     showError(errors.prompt, null);
-    document.body.classList.remove("stale");
+    document.body.classList.remove("stale", "failed");
     drawFast();
     const t2 = performance.now();
     ui.grid.dataset.seq = String(seq);
@@ -115,7 +115,8 @@ async function runTrace() {
     if (e.name === "AbortError" || seq !== traceSeq) return;
     showError(errors.prompt, e.message);
     ui.status.textContent = current ? "Showing the last prompt that worked (dimmed)." : "";
-    if (current) document.body.classList.add("stale");
+    // With something on screen, dim it; with nothing yet, the empty views say where the problem is.
+    document.body.classList.add(current ? "stale" : "failed");
   } finally {
     if (seq === traceSeq) document.body.classList.remove("busy");
   }

@@ -6,24 +6,35 @@ import { VIRIDIS } from "../colors.js";
 import { baseLayout, config, plotText, react, shorten, theme } from "../plot.js";
 
 export const LENS_COLUMN_PX = 64;
+export const LENS_WINDOW = 24; // positions shown at once: enough context, every guess still readable
+
+// The positions to show: all of a short prompt; for a long one a window that contains the selected
+// token, placed so the selected token has the most context to its left.
+export function lensWindow(n, pos, size = LENS_WINDOW) {
+  if (n <= size) return [0, n];
+  const end = Math.min(n, Math.max(size, (pos ?? n - 1) + 1 + Math.floor(size / 4)));
+  return [end - size, end];
+}
 
 // data: {tokens, lens: {k, tokens: [L][n][k], probs: [L][n][k]}, pos}
 export async function renderLens(el, data) {
   const { tokens, lens, pos } = data;
   const L = lens.tokens.length;
   const n = tokens.length;
+  const [a, b] = lensWindow(n, pos);
+  const cols = Array.from({ length: b - a }, (_, c) => a + c);
   const t = theme();
-  const z = lens.probs.map((layer) => layer.map((top) => top[0]));
-  const text = lens.tokens.map((layer) => layer.map((top) => plotText(shorten(top[0], 8))));
+  const z = lens.probs.map((layer) => cols.map((i) => layer[i][0]));
+  const text = lens.tokens.map((layer) => cols.map((i) => plotText(shorten(layer[i][0], 8))));
   const hover = lens.tokens.map((layer, l) =>
-    layer.map((top, i) => {
-      const rows = top.map((tok, r) => `${plotText(tok)}  ${(lens.probs[l][i][r] * 100).toFixed(1)}%`);
+    cols.map((i) => {
+      const rows = layer[i].map((tok, r) => `${plotText(tok)}  ${(lens.probs[l][i][r] * 100).toFixed(1)}%`);
       return `after layer ${l}, at token ${i} ${plotText(tokens[i])}<br>${rows.join("<br>")}`;
     }),
   );
   const trace = {
     type: "heatmap",
-    x: tokens.map((_, i) => i),
+    x: cols,
     y: z.map((_, l) => l),
     z,
     zmin: 0,
@@ -38,9 +49,10 @@ export async function renderLens(el, data) {
     hovertemplate: "%{customdata}<extra></extra>",
     colorbar: { title: { text: "p(top guess)", side: "right" }, thickness: 12, tickformat: ".1f" },
   };
-  // Wide enough that every column's guess is readable; the panel scrolls sideways for long prompts.
-  const width = Math.max(el.parentElement.clientWidth - 4, n * LENS_COLUMN_PX * (t.font / 12) + 220);
+  // Wide enough that every column's guess is readable; the panel scrolls sideways if it must.
+  const width = Math.max(el.parentElement.clientWidth - 4, cols.length * LENS_COLUMN_PX * (t.font / 12) + 220);
   el.style.width = `${Math.round(width)}px`;
+  el.dataset.window = `${a}-${b - 1}`;
   const layout = {
     ...baseLayout(t),
     height: Math.round(L * (t.font * 2.6) + 130),
@@ -48,12 +60,14 @@ export async function renderLens(el, data) {
     margin: { t: 8, r: 8, b: 8, l: 8 },
     xaxis: {
       tickmode: "array",
-      tickvals: tokens.map((_, i) => i),
-      ticktext: tokens.map((tok) => plotText(shorten(tok, 10))),
+      tickvals: cols,
+      ticktext: cols.map((i) => plotText(shorten(tokens[i], 10))),
       tickangle: -40,
       automargin: true,
       tickfont: { family: t.mono, size: t.font },
-      title: { text: "input token at that position" },
+      title: {
+        text: b - a < n ? `input token at that position (positions ${a}–${b - 1} of ${n}: click a token to move)` : "input token at that position",
+      },
     },
     yaxis: {
       tickmode: "array",
@@ -63,7 +77,7 @@ export async function renderLens(el, data) {
       automargin: true,
     },
     shapes:
-      pos === null || pos === undefined || pos >= n
+      pos === null || pos === undefined || pos < a || pos >= b
         ? []
         : [{ type: "rect", x0: pos - 0.5, x1: pos + 0.5, y0: -0.5, y1: L - 0.5, line: { color: "#D55E00", width: 3 } }],
   };
