@@ -16,6 +16,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -47,6 +48,9 @@ from .settings import Settings
 
 TIMING_DEFAULT_N = 2048  # top of the cost lab's timing ladder unless asked: ~2-4 s on 2 CPU cores
 TIMING_BUDGET_S = 8.0  # a timing request stops climbing the ladder before it would take longer
+
+
+RUNNER_THREAD = "atlas-model"
 
 
 class BadInput(ValueError):
@@ -142,6 +146,10 @@ class ModelService:
         self.default = next(iter(models))
         self.cache = ByteLRU(settings.cache_bytes)
         self._slots = threading.BoundedSemaphore(settings.parallel_runs)
+        # Model work runs on these few threads, whichever of the server's ~40 request threads asked:
+        # PyTorch keeps memory per calling thread, and with every request thread taking turns a server
+        # under a class's load grew by ~20 MiB per thread (bench/load.py); on 2 threads it stays flat.
+        self._runner = ThreadPoolExecutor(settings.parallel_runs, thread_name_prefix=RUNNER_THREAD)
 
     @classmethod
     def load(cls, settings: Settings) -> ModelService:
@@ -207,9 +215,15 @@ class ModelService:
         key = hashlib.sha256(key_src).hexdigest()
         body = self.cache.get(key)
         if body is None:
-            body = to_json(compute())
+            body = self.on_runner(lambda: to_json(compute()))
             self.cache.put(key, body)
         return body
+
+    def on_runner(self, fn: Callable[[], Any]) -> Any:
+        """`fn()` on one of the model threads (inline if already on one, so nesting cannot deadlock)."""
+        if threading.current_thread().name.startswith(RUNNER_THREAD):
+            return fn()
+        return self._runner.submit(fn).result()
 
     # ---- endpoints ----
 
