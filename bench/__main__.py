@@ -1,0 +1,79 @@
+"""`python -m bench [capture|api|browser|load ...] [--full]`: run the benchmarks, print one table of
+ratios with the machine they ran on, and write the results to bench/results/<time>.json.
+
+Without --full every part uses few repetitions (and 10 s load runs), which is enough to see the ratios
+on a busy machine; --full is the run whose numbers go in the README (60 s load runs, more repetitions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import traceback
+from pathlib import Path
+
+from . import api, browser, capture, load
+from .machine import describe, describe_line
+
+PARTS = {"capture": capture, "api": api, "browser": browser, "load": load}
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description="Attention Atlas benchmarks.")
+    p.add_argument("parts", nargs="*", metavar="PART", help=f"any of {', '.join(PARTS)} (default: all)")
+    p.add_argument("--full", action="store_true", help="more repetitions and 60 s load runs (the README run)")
+    args = p.parse_args(argv)
+    unknown = [x for x in args.parts if x not in PARTS]
+    if unknown:
+        p.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    args.parts = args.parts or list(PARTS)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    machine = describe()
+    report = {
+        "machine": machine,
+        "full": args.full,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "parts": {},
+    }
+    lines, verdicts, failed = [], [], []
+    for name in args.parts:
+        part = PARTS[name]
+        t0 = time.monotonic()
+        print(f"[bench] {name} ...", flush=True)
+        try:
+            result = part.run(quick=not args.full)
+        except Exception:  # one broken part must not hide the others' numbers
+            failed.append(name)
+            report["parts"][name] = {"error": traceback.format_exc()}
+            print(traceback.format_exc(), flush=True)
+            continue
+        result["elapsed_s"] = time.monotonic() - t0
+        report["parts"][name] = result
+        lines += ["", *part.table(result)]
+        verdicts += part.verdicts(result)
+    report["load_average_at_end"] = describe()["load_average_at_start"]
+    print()
+    print(f"Machine: {describe_line(machine)}; load average at the end {report['load_average_at_end']}")
+    print(
+        "Times are medians on a shared machine: compare the ratios within a table, not runs with each other."
+    )
+    print("\n".join(lines))
+    print("\nTargets:")
+    print("\n".join(f"  {v}" for v in verdicts) or "  (none measured)")
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"\nResults: {out}")
+    if failed:
+        print(f"FAILED parts: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
