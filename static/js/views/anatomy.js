@@ -141,7 +141,7 @@ export async function renderCensus(elPlot, census) {
     ...baseLayout(t),
     barmode: "stack",
     barnorm: "percent",
-    margin: { t: 30, r: 110, b: 40, l: 10 },
+    margin: { t: 30, r: Math.round(t.font * 8), b: 40, l: 10 }, // room for "124 million" at any font size
     legend: { orientation: "h", x: 0, y: 1.14, font: { size: t.font }, traceorder: "normal" },
     xaxis: { title: { text: "% of the model's parameters", font: { size: t.font } }, range: [0, 100], gridcolor: t.grid },
     yaxis: { autorange: "reversed", automargin: true },
