@@ -74,7 +74,7 @@ ROLES: tuple[Role, ...] = (
          f"Looks at the last few words ({LOCAL_WINDOW} including itself): a short-range reader.",
          f"mean attention to the {LOCAL_WINDOW} most recent tokens (itself and the {LOCAL_WINDOW - 1} "
          "before it), on ordinary sentences"),
-    Role("pronoun", "pronoun -> name", 0.3, "pronoun",
+    Role("pronoun", "pronoun → name", 0.3, "pronoun",
          "From a pronoun (she, he) looks back at the name it refers to.",
          "mean attention from the final pronoun to the name it refers to, on short story sentences"),
 )  # fmt: skip
@@ -232,20 +232,22 @@ class HeadAtlas:
 
 
 def compute_atlas(lm: LanguageModel) -> HeadAtlas:
-    """Score every head on the fixed probes: one batched pass for the repeats, one for the prose,
-    one per pronoun sentence."""
+    """Score every head on the fixed probes: three forward passes (the repeats, the prose, the pronoun
+    sentences), each batched."""
     R = repeat_length(lm)
     repeats = [induction_probe(lm.config.vocab_size, s, R) for s in INDUCTION_SEEDS]
     rep = probe_attention(lm, repeats)  # (S, L, H, 2R, 2R)
     prose = prose_ids(lm)
     pro = probe_attention(lm, [prose])[0]
-    pronoun, first_pronoun = [], None
-    for text, name in PRONOUN_PROBES:
-        ids, q, keys = pronoun_probe(lm, text, name)
-        att = probe_attention(lm, [ids])[0]
-        pronoun.append(pronoun_scores(att, q, keys))
-        if first_pronoun is None:
-            first_pronoun = ProbeView("pronoun", text, ids, lm.tokenizer.displays(ids), att)
+    sentences = [pronoun_probe(lm, text, name) for text, name in PRONOUN_PROBES]
+    width = max(len(ids) for ids, _, _ in sentences)
+    # One pass for all sentences, padded at the end: causal attention never looks ahead, so the padding
+    # cannot change what the pronoun (each sentence's last real token) attends to.
+    att = probe_attention(lm, [ids + [ids[-1]] * (width - len(ids)) for ids, _, _ in sentences])
+    pronoun = [pronoun_scores(a, q, keys) for a, (_, q, keys) in zip(att, sentences, strict=True)]
+    ids0 = sentences[0][0]
+    first_pronoun = ProbeView("pronoun", PRONOUN_PROBES[0][0], ids0, lm.tokenizer.displays(ids0),
+                              att[0][..., : len(ids0), : len(ids0)].contiguous())  # fmt: skip
     scores = {
         "previous_token": previous_token_scores(pro),
         "induction": torch.stack([induction_scores(a, R) for a in rep]).mean(0),

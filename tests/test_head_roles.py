@@ -180,6 +180,20 @@ def test_atlas_scores_every_head_once_per_model(tiny_lm):
     assert compute_atlas(tiny_lm).labels == atlas.labels
 
 
+def test_atlas_pronoun_scores_equal_one_sentence_at_a_time(tiny_lm):
+    # The atlas pads the sentences into one batch; each sentence traced alone must give the same.
+    from model.head_roles import PRONOUN_PROBES
+
+    atlas = compute_atlas(tiny_lm)
+    alone = []
+    for text, name in PRONOUN_PROBES:
+        ids, q, keys = pronoun_probe(tiny_lm, text, name)
+        alone.append(pronoun_scores(tiny_lm.trace(ids).attention, q, keys))
+    torch.testing.assert_close(atlas.scores["pronoun"], torch.stack(alone).mean(0), atol=1e-5, rtol=0)
+    view = atlas.probes["pronoun"]
+    torch.testing.assert_close(view.attention, tiny_lm.trace(view.token_ids).attention, atol=1e-5, rtol=0)
+
+
 def test_repeat_losses_match_the_card_definition(tiny_lm):
     # The batched probe loss equals copy_losses on one traced sequence at a time.
     from model.head_roles import repeat_length

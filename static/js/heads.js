@@ -135,8 +135,10 @@ export function renderKnockout(target, res) {
     tok.append(el("span", "tok", row.token));
     const a = el("td", "ko-prob");
     a.append(bar(row.intact, max, "intact"), el("span", "ko-num", pct(row.intact)));
+    a.title = `probability ${row.intact}`;
     const b = el("td", "ko-prob");
     b.append(bar(row.ablated, max, "ablated"), el("span", "ko-num", pct(row.ablated)));
+    b.title = `probability ${row.ablated}`;
     tr.append(tok, a, b);
     tbody.append(tr);
   }
