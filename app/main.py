@@ -39,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.url:
             print(f"Attention Atlas is ready: open {settings.url}  (models: {names})", flush=True)
         yield
+        app.state.service.close()
 
     app = FastAPI(
         title="Attention Atlas API",

@@ -219,6 +219,10 @@ class ModelService:
             self.cache.put(key, body)
         return body
 
+    def close(self) -> None:
+        """Stop the model threads (the lifespan calls this at shutdown; queued work finishes first)."""
+        self._runner.shutdown(wait=True)
+
     def on_runner(self, fn: Callable[[], Any]) -> Any:
         """`fn()` on one of the model threads (inline if already on one, so nesting cannot deadlock)."""
         if threading.current_thread().name.startswith(RUNNER_THREAD):
