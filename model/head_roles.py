@@ -180,7 +180,7 @@ def probe_attention(lm: LanguageModel, batch: Sequence[Sequence[int]]) -> torch.
     L = lm.config.n_layer
     run = lm.make_run()
     run.capture = {f"blocks.{i}.attn.hook_pattern" for i in range(L)}
-    lm.net(torch.tensor([list(s) for s in batch], device=lm.device), run)
+    lm.net.residual_stream(torch.tensor([list(s) for s in batch], device=lm.device), run)  # no unembedding
     return torch.stack([run.cache[f"blocks.{i}.attn.hook_pattern"] for i in range(L)], 1).float().cpu()
 
 
