@@ -50,19 +50,24 @@ class Recipe:
     d_ff: int = 704
     seq: int = 256  # training length = context length
     batch: int = 8
-    steps: int = 3000
-    lr: float = 2e-3
+    steps: int = 2000
+    lr: float = 3e-3
     min_lr: float = 1e-4
     warmup: int = 100
     weight_decay: float = 0.1
     copy_start: float = 1.0  # share of rows that are copy data for the first copy_hold of training ...
-    copy_hold: float = 0.3
-    copy_end: float = 0.2  # ... then decaying linearly to this at the last step
+    copy_hold: float = 0.5
+    copy_end: float = 0.3  # ... then decaying linearly to this at the last step
     span_min: int = 8  # copy episodes: spans of span_min..span_max tokens ...
-    span_max: int = 128
+    span_max: int = 64
     repeats_max: int = 3  # ... repeated 2..repeats_max times
+    short_steps: int = 0  # first steps: only short rows of one random span repeated (few distractors)
+    short_seq: int = 64
+    short_batch: int = 32
+    span_vocab: int = 0  # random spans draw from token ids below this (0: the whole vocabulary)
+    packed: bool = False  # many episodes per row; False: one episode per row, real text around it
     random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
-    eval_every: int = 500
+    eval_every: int = 200
     compile: bool = False  # measured: no faster on this CPU, and 100 s to compile
 
 
@@ -110,10 +115,22 @@ class Batches:
         T, V = self.r.seq + 1, self.r.vocab_size
         toks, mask = [], []
         n = 0
+        if not self.r.packed and self.rng.random() < 0.5:
+            lead = int(self.rng.integers(1, 100))  # some episodes start after real text
+            toks.append(self.natural(lead))
+            mask.append(np.ones(lead, bool))
+            n = lead
+        first_episode = True
         while n < T:
+            if not self.r.packed and not first_episode:
+                # One episode per row, like the probe: the only distractors are real text.
+                toks.append(self.natural(T - n))
+                mask.append(np.ones(T - n, bool))
+                break
+            first_episode = False
             L = int(self.rng.integers(self.r.span_min, self.r.span_max + 1))
             if self.rng.random() < self.r.random_span_share:
-                span = self.rng.permutation(V)[:L].astype(np.int32)
+                span = self.rng.permutation(self.r.span_vocab or V)[:L].astype(np.int32)
                 k = int(self.rng.integers(2, self.r.repeats_max + 1))
                 first_mask = np.zeros(L, bool)  # unpredictable: no loss
                 rep_mask = np.ones(L, bool)
@@ -129,6 +146,20 @@ class Batches:
         x = np.concatenate(toks)[:T]
         m = np.concatenate(mask)[:T]
         return x, m
+
+    def short(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rows of short_seq tokens: one random span repeated to fill the row; loss on the repeats."""
+        T, V = self.r.short_seq + 1, self.r.vocab_size
+        xs, ms = [], []
+        for _ in range(self.r.short_batch):
+            L = int(self.rng.integers(4, T // 2 + 1))
+            span = self.rng.permutation(self.r.span_vocab or V)[:L]
+            reps = -(-T // L)
+            xs.append(np.tile(span, reps)[:T])
+            ms.append(np.arange(T) >= L)
+        x = torch.from_numpy(np.stack(xs).astype(np.int64))
+        m = torch.from_numpy(np.stack(ms))
+        return x[:, :-1], x[:, 1:], m[:, 1:]
 
     def get(self, copy_frac: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         T = self.r.seq + 1
@@ -269,7 +300,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     bar = tqdm(range(r.steps), desc="train", mininterval=5)
     for step in bar:
         frac = copy_share(step, r)
-        x, y, m = batches.get(frac)
+        x, y, m = batches.short() if step < r.short_steps else batches.get(frac)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, r)
         with torch.autocast("cpu", dtype=torch.bfloat16):
