@@ -351,16 +351,27 @@ function setHover(i) {
 
 // ---- input ----
 
+// History while typing: the first pause of a typing burst adds one entry, later pauses update it, so
+// Back returns to the prompt before the edit instead of stepping through every keystroke. Anything
+// else that adds an entry (opening a head, Enter, a preset) ends the burst.
 let typingTimer = 0;
+let typingEntry = false;
+let typingNow = false;
 ui.prompt.addEventListener("input", () => {
   clearTimeout(typingTimer);
-  typingTimer = setTimeout(() => store.set({ prompt: ui.prompt.value, pos: null }, { history: "replace" }), TYPING_DEBOUNCE_MS);
+  typingTimer = setTimeout(() => {
+    typingNow = true;
+    store.set({ prompt: ui.prompt.value, pos: null }, { history: typingEntry ? "replace" : "push" });
+    typingNow = false;
+    typingEntry = true;
+  }, TYPING_DEBOUNCE_MS);
 });
 ui.prompt.addEventListener("keydown", (e) => {
   if (e.key !== "Enter") return;
   e.preventDefault();
   clearTimeout(typingTimer);
-  const changed = store.set({ prompt: ui.prompt.value, pos: null });
+  const changed = store.set({ prompt: ui.prompt.value, pos: null }, { history: typingEntry ? "replace" : "push" });
+  typingEntry = false;
   if (!changed.has("prompt")) runTrace(); // same text: run again (e.g. after an error)
 });
 ui.presets.addEventListener("change", () => {
@@ -394,6 +405,7 @@ function syncControls(st) {
 }
 
 store.subscribe((st, changed, source) => {
+  if (!typingNow) typingEntry = false;
   if (source === "pop") syncControls(st);
   if (changed.has("prompt") || changed.has("model") || changed.has("temp")) {
     runTrace();

@@ -27,10 +27,11 @@ if (toggle) {
 // The model selector exists only when the server runs several models; the choice lives in the URL.
 const select = document.getElementById("model-select");
 if (select) {
-  const known = new Set([...select.options].map((o) => o.value));
+  // No model in the URL means the server's default (the option rendered as selected).
   const sync = () => {
     const m = store.get().model;
-    if (m && known.has(m)) select.value = m;
+    const opts = [...select.options];
+    select.value = (opts.find((o) => o.value === m) || opts.find((o) => o.defaultSelected) || opts[0]).value;
   };
   sync();
   store.subscribe((_, changed) => changed.has("model") && sync());
