@@ -97,8 +97,10 @@ def measure_fixed(lm: LanguageModel) -> dict:
     return {
         "roles": roles,
         "bars_met": bars_met(roles),
-        "prose_loss": {"position_on": round(text_loss(lm, ids, True), 4),
-                       "position_off": round(text_loss(lm, ids, False), 4)},  # fmt: skip
+        "prose_loss": {
+            "position_on": round(text_loss(lm, ids, True), 4),
+            "position_off": round(text_loss(lm, ids, False), 4),
+        },  # fmt: skip
         "completions": {p: greedy(lm, p) for p in PROMPTS},
     }
 
@@ -137,19 +139,18 @@ def write_card(out: Path, lm: LanguageModel, figures: dict) -> None:
         for p, v in figures["validation"].items()
     )
     params = "\n".join(f"| {k} | {v:,} |" for k, v in figures["parameters"].items())
-    data_rows = "\n".join(
-        f"| {p} | {src} | {lic} |" for p, (src, lic) in corpus.SOURCES.items()
-    )
+    data_rows = "\n".join(f"| {p} | {src} | {lic} |" for p, (src, lic) in corpus.SOURCES.items())
     comps = "\n".join(f"- `{p}` → `{c!r}`" for p, c in figures["completions"].items())
     r = tr["recipe"]
 
     def met(bar: str) -> str:
         return "met" if figures["bars_met"][bar] else "**NOT met**"
 
-    card = f"""# The classroom model
+    card = (
+        f"""# The classroom model
 
 A small Llama-style language model trained from scratch for Attention Atlas by `python -m model.train`
-(seed {r['seed']}). Every figure below was measured by the training script's final evaluation
+(seed {r["seed"]}). Every figure below was measured by the training script's final evaluation
 (`model/card.py`) on these exact weights; `tests/test_classroom_model.py` recomputes them.
 
 ## Architecture
@@ -168,15 +169,15 @@ RoPE (base {cfg.rope_base:g}), tied embeddings, vocabulary {cfg.vocab_size} (byt
 {data_rows}
 
 Training rows mix these parts (weights {json.dumps(r_weights())}) with copy data: a share of rows
-({r['copy_start']:.0%} for the first {r['copy_hold']:.0%} of the steps, then falling linearly to {r['copy_end']:.0%})
-is filled with episodes of {r['span_min']}-{r['span_max']} tokens repeated inside the row:
-{r['random_span_share']:.0%} of them uniformly random token ids repeated 2-{r['repeats_max']} times (loss only on the
+({r["copy_start"]:.0%} for the first {r["copy_hold"]:.0%} of the steps, then falling linearly to {r["copy_end"]:.0%})
+is filled with episodes of {r["span_min"]}-{r["span_max"]} tokens repeated inside the row:
+{r["random_span_share"]:.0%} of them uniformly random token ids repeated 2-{r["repeats_max"]} times (loss only on the
 repeats), the rest a chunk of real text repeated twice.
 
 ## Training
-{tr['tokens_seen']:,} tokens seen in {r['steps']} steps of {r['batch']} x {r['seq']} tokens, AdamW
-(lr {r['lr']:g} → {r['min_lr']:g}, warmup {r['warmup']}, cosine, weight decay {r['weight_decay']}), bf16 autocast on
-CPU; {tr['train_minutes']} min of training at {tr['tokens_per_second']:,} tokens/s, {tr['total_minutes']} min in
+{tr["tokens_seen"]:,} tokens seen in {r["steps"]} steps of {r["batch"]} x {r["seq"]} tokens, AdamW
+(lr {r["lr"]:g} → {r["min_lr"]:g}, warmup {r["warmup"]}, cosine, weight decay {r["weight_decay"]}), bf16 autocast on
+CPU; {tr["train_minutes"]} min of training at {tr["tokens_per_second"]:,} tokens/s, {tr["total_minutes"]} min in
 all including corpus, tokenizer and evaluation.
 
 ## Validation loss (held-out documents, nats per token)
@@ -184,22 +185,22 @@ all including corpus, tokenizer and evaluation.
 |---|---|---|---|
 {val_rows}
 
-On the previous-token probe sentence: loss {figures['prose_loss']['position_on']:.3f} with position,
-{figures['prose_loss']['position_off']:.3f} without (`lm.logits(ids, position=False)`).
+On the previous-token probe sentence: loss {figures["prose_loss"]["position_on"]:.3f} with position,
+{figures["prose_loss"]["position_off"]:.3f} without (`lm.logits(ids, position=False)`).
 
 ## Head roles
-- Best previous-token head: **L{pt['layer']}H{pt['head']}**, score {pt['score']:.3f} (bar: ≥ 0.6, {met('previous_token')}).
-- Best induction head: **L{ind['layer']}H{ind['head']}**, score {ind['score']:.3f} (bar: ≥ 0.5, {met('induction')}).
-- Induction probe (48 random tokens repeated, seeds 0-3): first-copy loss {roles['first_copy_loss']:.3f},
-  second-copy loss {roles['second_copy_loss']:.3f} (bar: below a third of the first, {met('copy_ratio')}).
+- Best previous-token head: **L{pt["layer"]}H{pt["head"]}**, score {pt["score"]:.3f} (bar: ≥ 0.6, {met("previous_token")}).
+- Best induction head: **L{ind["layer"]}H{ind["head"]}**, score {ind["score"]:.3f} (bar: ≥ 0.5, {met("induction")}).
+- Induction probe (48 random tokens repeated, seeds 0-3): first-copy loss {roles["first_copy_loss"]:.3f},
+  second-copy loss {roles["second_copy_loss"]:.3f} (bar: below a third of the first, {met("copy_ratio")}).
 
 Previous-token scores (mean attention from token i to i-1 on the probe sentence):
 
-{table(roles['previous_token_table'])}
+{table(roles["previous_token_table"])}
 
 Induction scores (mean attention from each second-copy token to the token after its first copy):
 
-{table(roles['induction_table'])}
+{table(roles["induction_table"])}
 
 ## Greedy completions ({COMPLETION_TOKENS} tokens)
 {comps}
@@ -207,11 +208,13 @@ Induction scores (mean attention from each second-copy token to the token after 
 ## Scores during training
 | step | tokens | min | best prev-token | best induction | copy loss 1st / 2nd | val loss (stories, brown) |
 |---|---|---|---|---|---|---|
-""" + "\n".join(
-        f"| {h['step']} | {h['tokens']:,} | {h['minutes']} | {h['prev']['score']:.2f} | {h['ind']['score']:.2f} | "
-        f"{h['copy'][0]:.2f} / {h['copy'][1]:.2f} | {h['val']['stories']:.2f}, {h['val']['brown']:.2f} |"
-        for h in tr["history"]
-    ) + f"""
+"""
+        + "\n".join(
+            f"| {h['step']} | {h['tokens']:,} | {h['minutes']} | {h['prev']['score']:.2f} | {h['ind']['score']:.2f} | "
+            f"{h['copy'][0]:.2f} / {h['copy'][1]:.2f} | {h['val']['stories']:.2f}, {h['val']['brown']:.2f} |"
+            for h in tr["history"]
+        )
+        + f"""
 
 ## What was tried
 {EXPERIMENT_LOG.read_text()}
@@ -221,6 +224,7 @@ Induction scores (mean attention from each second-copy token to the token after 
 {json.dumps(figures, indent=1, ensure_ascii=False)}
 ```
 """
+    )
     (out / "MODEL_CARD.md").write_text(card)
 
 

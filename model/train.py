@@ -216,7 +216,9 @@ def masked_loss(logits: torch.Tensor, y: torch.Tensor, m: torch.Tensor) -> torch
 
 
 @torch.no_grad()
-def val_losses(net: Transformer, streams: dict[str, np.ndarray], seq: int, max_rows: int = 8) -> dict[str, float]:
+def val_losses(
+    net: Transformer, streams: dict[str, np.ndarray], seq: int, max_rows: int = 8
+) -> dict[str, float]:
     """Mean next-token loss per corpus part on the held-out documents (first max_rows windows)."""
     out = {}
     for part, s in streams.items():

@@ -48,8 +48,12 @@ def test_head_scores_match_the_card(classroom):
 def test_card_prose_names_the_measured_heads(classroom):
     lm, card, _ = classroom
     pt, ind = card["roles"]["previous_token"], card["roles"]["induction"]
-    assert re.search(rf"previous-token head: \*\*L{pt['layer']}H{pt['head']}\*\*, score {pt['score']:.3f}", lm.card)
-    assert re.search(rf"induction head: \*\*L{ind['layer']}H{ind['head']}\*\*, score {ind['score']:.3f}", lm.card)
+    assert re.search(
+        rf"previous-token head: \*\*L{pt['layer']}H{pt['head']}\*\*, score {pt['score']:.3f}", lm.card
+    )
+    assert re.search(
+        rf"induction head: \*\*L{ind['layer']}H{ind['head']}\*\*, score {ind['score']:.3f}", lm.card
+    )
 
 
 def test_losses_and_completions_match_the_card(classroom):
