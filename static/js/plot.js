@@ -67,8 +67,9 @@ export const plotText = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&
 
 // Numeric axes with token tick labels (categorical axes would merge repeated tokens such as "the").
 // When tokens are too many to label legibly, label every k-th one; hover still names every cell.
-export function tokenTicks(tokens, pixels, fontSize, { first = 0 } = {}) {
-  const room = Math.max(1, Math.floor(pixels / (fontSize * 1.2)));
+// A label slanted at ~50 degrees takes about 1.3 line heights along its axis, a level one about 1.1.
+export function tokenTicks(tokens, pixels, fontSize, { first = 0, slanted = false } = {}) {
+  const room = Math.max(1, Math.floor(pixels / (fontSize * (slanted ? 1.45 : 1.1))));
   const stride = Math.max(1, Math.ceil((tokens.length - first) / room));
   const tickvals = [];
   const ticktext = [];

@@ -65,7 +65,7 @@ export async function renderHeatmap(el, data) {
     ...baseLayout(t),
     margin: { t: 8, r: 8, b: 8, l: 8 },
     xaxis: {
-      ...tokenTicks(tokens, plotW, t.font, { first }),
+      ...tokenTicks(tokens, plotW, t.font, { first, slanted: true }),
       title: { text: "key: the token being looked at" },
       tickangle: -50,
       automargin: true,

@@ -71,7 +71,7 @@ export async function renderResidualStory(el, data) {
 export async function renderResidualMap(el, data) {
   const { tokens, resid, pos } = data;
   const t = theme();
-  const width = Math.max(200, el.getBoundingClientRect().width - 160);
+  const width = Math.max(120, el.getBoundingClientRect().width - 190); // minus stage names and colour bar
   const z = resid.norms;
   const trace = {
     type: "heatmap",
@@ -88,7 +88,7 @@ export async function renderResidualMap(el, data) {
   const layout = {
     ...baseLayout(t),
     margin: { t: 8, r: 8, b: 8, l: 8 },
-    xaxis: { ...tokenTicks(tokens, width, t.font), tickangle: -50, automargin: true, tickfont: { family: t.mono, size: t.font } },
+    xaxis: { ...tokenTicks(tokens, width, t.font, { slanted: true }), tickangle: -50, automargin: true, tickfont: { family: t.mono, size: t.font } },
     yaxis: {
       tickmode: "array",
       tickvals: resid.stages.map((_, k) => k),
