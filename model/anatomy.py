@@ -12,6 +12,7 @@ import torch
 
 from .census import param_census
 from .config import ModelConfig
+from .cost import REFERENCE, arch, feed_forward_share
 from .hooks import Run
 from .lm import LanguageModel
 
@@ -106,8 +107,6 @@ def pipeline(lm: LanguageModel, ids: list[int], cache: dict[str, torch.Tensor], 
 
 def anatomy_report(lm: LanguageModel, ids: list[int], top_k: int = 5) -> dict:
     """Everything the anatomy page draws for one prompt, as plain numbers and display strings."""
-    from .cost import REFERENCE, arch, feed_forward_share  # cost imports nothing from here
-
     cfg = lm.config
     cache, logits = forward_capture(lm, ids, lm.make_run())
     steps = pipeline(lm, ids, cache, logits, top_k)
