@@ -157,12 +157,13 @@ function drawFast() {
   });
   showRoles(ui.grid, current.model);
   const nRep = att.nHead / nKvHead;
-  ui.gridCaption.textContent =
-    nKvHead < att.nHead
-      ? `Each square is one head's attention pattern: rows are layers 0–${att.nLayer - 1} (input side at the top), ` +
-        `columns are heads. Grouped-query attention: the ${nRep} heads in each shaded box share one key/value head.`
-      : `Each square is one head's attention pattern: rows are layers 0–${att.nLayer - 1} (input side at the top), ` +
-        "columns are heads; every head has its own keys and values.";
+  const rows = `Each square is one head's attention pattern: rows are layers 0–${att.nLayer - 1} (input side at the top), columns are heads`;
+  const groups = nKvHead < att.nHead
+    ? `. Grouped-query attention: the ${nRep} heads in each shaded box share one key/value head.`
+    : "; every head has its own keys and values.";
+  const pixels = parseFloat(ui.grid.style.getPropertyValue("--thumb")) * (window.devicePixelRatio || 1);
+  const pooled = att.n > pixels ? ` With ${att.n} tokens, each pixel shows the largest weight among the tokens it covers.` : "";
+  ui.gridCaption.textContent = rows + groups + pooled;
 }
 ui.detailPanel = $("detail-panel");
 

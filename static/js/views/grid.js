@@ -140,32 +140,44 @@ function bases(att) {
   return m;
 }
 
-// The head's n x n picture at one pixel per attention weight, coloured through the Viridis table.
-function base(att, l, h) {
+// The head's picture coloured through the Viridis table: one pixel per attention weight, or, when the
+// prompt has more tokens than the thumbnail has pixels, each pixel shows the LARGEST weight of the
+// block it covers. Averaging would wash a sharp one-token stripe (previous-token, induction) into the
+// dark background at exactly the lengths where a class looks for it.
+function base(att, l, h, size) {
   const m = bases(att);
-  const k = l * att.nHead + h;
+  const n = att.n;
+  const side = Math.min(n, size);
+  const k = `${l},${h},${side}`;
   let c = m.get(k);
   if (c) return c;
-  const n = att.n;
   const bytes = att.bytes(l, h);
   c = document.createElement("canvas");
-  c.width = n;
-  c.height = n;
-  const img = new ImageData(n, n);
+  c.width = side;
+  c.height = side;
+  const img = new ImageData(side, side);
   const px = img.data;
-  for (let i = 0; i < n; i++) {
-    for (let j = 0; j < n; j++) {
-      const p = (i * n + j) * 4;
-      if (att.causal && j > i) {
+  const edge = (p) => Math.floor((p * n) / side); // first token of pixel p's block
+  for (let pi = 0; pi < side; pi++) {
+    const i0 = edge(pi);
+    const i1 = Math.max(i0 + 1, edge(pi + 1));
+    for (let pj = 0; pj < side; pj++) {
+      const j0 = edge(pj);
+      const j1 = Math.max(j0 + 1, edge(pj + 1));
+      const p = (pi * side + pj) * 4;
+      px[p + 3] = 255;
+      if (att.causal && j0 > i1 - 1) {
         px[p] = px[p + 1] = px[p + 2] = 238; // masked future: light grey, not "zero attention" purple
-        px[p + 3] = 255;
-      } else {
-        const o = bytes[i * n + j] * 4;
-        px[p] = LUT[o];
-        px[p + 1] = LUT[o + 1];
-        px[p + 2] = LUT[o + 2];
-        px[p + 3] = 255;
+        continue;
       }
+      let v = 0;
+      for (let i = i0; i < i1; i++) {
+        const jEnd = att.causal ? Math.min(j1, i + 1) : j1;
+        for (let j = j0; j < jEnd; j++) v = Math.max(v, bytes[i * n + j]);
+      }
+      px[p] = LUT[v * 4];
+      px[p + 1] = LUT[v * 4 + 1];
+      px[p + 2] = LUT[v * 4 + 2];
     }
   }
   c.getContext("2d").putImageData(img, 0, 0);
@@ -183,13 +195,12 @@ function drawAll(s) {
       c.width = size;
       c.height = size;
     }
-    drawThumb(c.getContext("2d"), base(att, Math.floor(k / s.H), k % s.H), att.n, size, highlight);
+    drawThumb(c.getContext("2d"), base(att, Math.floor(k / s.H), k % s.H, size), att.n, size, highlight);
   }
 }
 
 export function drawThumb(ctx, img, n, size, highlight) {
-  ctx.imageSmoothingEnabled = n > size; // enlarge with crisp cells, shrink with averaging
-  ctx.imageSmoothingQuality = "high";
+  ctx.imageSmoothingEnabled = false; // crisp cells when enlarged; long prompts arrive already pooled
   ctx.drawImage(img, 0, 0, size, size);
   if (highlight === null || highlight === undefined || highlight >= n) return;
   // The hovered token's row (what it attends to) and column (what attends to it).
@@ -267,7 +278,7 @@ export function gridCanvas(el) {
       const size = Math.round(s.thumb * scale);
       const tmp = document.createElement("canvas");
       tmp.width = tmp.height = size;
-      drawThumb(tmp.getContext("2d"), base(s.data.att, Math.floor(k / s.H), k % s.H), s.data.att.n, size,
+      drawThumb(tmp.getContext("2d"), base(s.data.att, Math.floor(k / s.H), k % s.H, size), s.data.att.n, size,
         s.data.highlight);
       ctx.drawImage(tmp, x, y, s.thumb, s.thumb);
     } else if (e.textContent) {

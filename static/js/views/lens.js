@@ -5,12 +5,12 @@
 import { VIRIDIS } from "../colors.js";
 import { baseLayout, config, plotText, react, shorten, theme } from "../plot.js";
 
-export const LENS_COLUMN_PX = 64;
-export const LENS_WINDOW = 24; // positions shown at once: enough context, every guess still readable
+export const LENS_COLUMN_PX = 64; // at a 12 px font: room for an 8-character guess
+const LENS_FRAME_PX = 230; // layer names on the left, colour bar on the right
 
-// The positions to show: all of a short prompt; for a long one a window that contains the selected
-// token, placed so the selected token has the most context to its left.
-export function lensWindow(n, pos, size = LENS_WINDOW) {
+// The positions to show: all of a short prompt; for a long one as many as fit the panel, placed so
+// the selected token is inside, with most of the window's context to its left.
+export function lensWindow(n, pos, size) {
   if (n <= size) return [0, n];
   const end = Math.min(n, Math.max(size, (pos ?? n - 1) + 1 + Math.floor(size / 4)));
   return [end - size, end];
@@ -21,7 +21,9 @@ export async function renderLens(el, data) {
   const { tokens, lens, pos } = data;
   const L = lens.tokens.length;
   const n = tokens.length;
-  const [a, b] = lensWindow(n, pos);
+  const column = LENS_COLUMN_PX * (theme().font / 12);
+  const fit = Math.max(6, Math.floor((el.parentElement.clientWidth - LENS_FRAME_PX) / column));
+  const [a, b] = lensWindow(n, pos, fit);
   const cols = Array.from({ length: b - a }, (_, c) => a + c);
   const t = theme();
   const z = lens.probs.map((layer) => cols.map((i) => layer[i][0]));
@@ -50,7 +52,7 @@ export async function renderLens(el, data) {
     colorbar: { title: { text: "p(top guess)", side: "right" }, thickness: 12, tickformat: ".1f" },
   };
   // Wide enough that every column's guess is readable; the panel scrolls sideways if it must.
-  const width = Math.max(el.parentElement.clientWidth - 4, cols.length * LENS_COLUMN_PX * (t.font / 12) + 220);
+  const width = Math.max(el.parentElement.clientWidth - 4, cols.length * column + LENS_FRAME_PX);
   el.style.width = `${Math.round(width)}px`;
   el.dataset.window = `${a}-${b - 1}`;
   const layout = {
