@@ -142,7 +142,7 @@ def heads_phrase(heads: Sequence[Head]) -> str:
 def repeat_sentence(heads: Sequence[Head], r: RepeatKnockout) -> str:
     """A sentence a class can read: what knocking the heads out does to continuing a repeat."""
     who = f"Without {heads_phrase(heads)}"
-    losses = f"loss on the second copy {r.second:.1f} -> {r.second_ablated:.1f}"
+    losses = f"loss on the second copy {r.second:.1f} → {r.second_ablated:.1f}"
     gap = r.first - r.second  # how much the second copy gains from having seen the first
     if gap < 0.1 * r.first:
         return (
@@ -160,7 +160,7 @@ def repeat_sentence(heads: Sequence[Head], r: RepeatKnockout) -> str:
     if r.random_heads and r.second_random_mean is not None:
         k = len(r.random_heads[0])
         random_part = (f" (knocking out {k} random other head{'s' if k > 1 else ''} instead: "
-                       f"{r.second:.1f} -> {r.second_random_mean:.1f})")  # fmt: skip
+                       f"{r.second:.1f} → {r.second_random_mean:.1f})")  # fmt: skip
     return f"{who} {verdict}: {losses}{random_part}."
 
 
@@ -169,6 +169,6 @@ def next_token_sentence(heads: Sequence[Head], e: NextTokenEffect) -> str:
     after = f"“{e.tokens[-1]}”"
     who = f"Without {heads_phrase(heads)}"
     if a.id == b.id:
-        return f"{who} the top guess after {after} stays “{b.token}” ({b.prob:.0%} -> {a.prob:.0%})."
+        return f"{who} the top guess after {after} stays “{b.token}” ({b.prob:.0%} → {a.prob:.0%})."
     return (f"{who} the top guess after {after} changes from “{b.token}” ({b.prob:.0%}, now {e.before_top_after:.0%}) "
             f"to “{a.token}” ({a.prob:.0%}).")  # fmt: skip

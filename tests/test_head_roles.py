@@ -245,7 +245,7 @@ def test_sentences_read_for_a_class():
     )
     assert repeat_sentence([(2, 5)], r) == (
         "Without L2H5 the model can no longer continue the repeated sequence: loss on the second copy "
-        "0.4 -> 6.1 (knocking out 1 random other head instead: 0.4 -> 0.5)."
+        "0.4 → 6.1 (knocking out 1 random other head instead: 0.4 → 0.5)."
     )
     r2 = RepeatKnockout(48, 7.0, 0.4, 0.6, [[(0, 1), (0, 2)]], [0.5])
     assert "still continues" in repeat_sentence([(2, 5), (3, 1)], r2)
@@ -253,7 +253,7 @@ def test_sentences_read_for_a_class():
     r3 = RepeatKnockout(48, 7.0, 6.9, 7.0, [], [])
     assert repeat_sentence([(0, 0)], r3) == (
         "This model does not continue repeated sequences even with every head in place "
-        "(without L0H0: loss on the second copy 6.9 -> 7.0)."
+        "(without L0H0: loss on the second copy 6.9 → 7.0)."
     )
 
     from model.head_ablation import NextTokenEffect, TokenProb

@@ -80,8 +80,8 @@ function headCard(role, h, near) {
   canvas.setAttribute("role", "img");
   canvas.setAttribute("aria-label", `${headName(h.layer, h.head)} on the ${role.probe} probe`);
   const name = el("div", "head-card-name", headName(h.layer, h.head));
-  const score = el("div", "head-card-score", `score ${h.score.toFixed(2)}`);
-  score.title = `${role.name} score; labelled from ${role.threshold}`;
+  const score = el("div", "head-card-score", h.score.toFixed(2));
+  score.title = `${role.name} score ${h.score.toFixed(3)}; a head gets the label from ${role.threshold}`;
   const ko = el("button", "ko-button", "Knock out");
   ko.type = "button";
   ko.dataset.heads = `${h.layer},${h.head}`;
@@ -96,8 +96,11 @@ function roleSection(role) {
   const sec = el("section", role.heads.length > 3 ? "panel role-section wide" : "panel role-section");
   sec.dataset.role = role.key;
   const head = el("header", "panel-head");
-  const title = el("h2", "", `${role.name} heads `);
-  title.append(el("span", "count", String(role.heads.length)));
+  // "heads" and the count never wrap apart.
+  const title = el("h2", "", `${role.name} `);
+  const tail = el("span", "nowrap", "heads ");
+  tail.append(el("span", "count", String(role.heads.length)));
+  title.append(tail);
   head.append(title);
   if (role.heads.length) {
     const all = el("button", "ko-button", role.heads.length === 1 ? "Knock it out" : `Knock out all ${role.heads.length}`);
