@@ -13,7 +13,7 @@ MAX_PERMUTATION_TOKENS = 64
 MAX_CLOCK_POSITIONS = 131_072  # the slider's range; the angles are sampled at most 1025 times over it
 MAX_OFFSET = 1024
 MAX_KEY_POSITION = 100_000
-MAX_RESCALE = 64.0
+MIN_RESCALE, MAX_RESCALE = 0.01, 64.0  # below 0.01 the angles of far positions stop being finite
 PERMUTATION_PROMPT = "The dog bites the man."
 SENTENCE_A, SENTENCE_B = "The dog bites the man.", "The man bites the dog."
 
@@ -170,7 +170,7 @@ class RopeRequest(Strict):
     )
     model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
     scale: float | None = Field(
-        default=None, gt=0, le=MAX_RESCALE,
+        default=None, ge=MIN_RESCALE, le=MAX_RESCALE,
         description="Position-interpolation scale (positions are divided by it); null = the model's own.",
     )  # fmt: skip
     positions: int | None = Field(

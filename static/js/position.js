@@ -171,9 +171,11 @@ function drawPermutation() {
     onHover: (k) => markTokens(ui.original, { hover: k === null ? null : data.permutation[k] }),
     onSelect: onSwapClick,
   });
-  ui.permStatus.textContent =
-    `Layer ${data.layer}, head ${data.head} (reads key/value head ${data.kv_head}), ${data.n} tokens, ` +
-    `causal mask ${causal ? "on" : "off"}. Each map: rows are the token looking, columns the token looked at.`;
+  const identity = data.permutation.every((p, k) => p === k);
+  ui.permStatus.textContent = identity
+    ? "This is the original order: nothing moved, so every difference is exactly 0. Shuffle, reverse or swap."
+    : `Layer ${data.layer}, head ${data.head} (reads key/value head ${data.kv_head}), ${data.n} tokens, ` +
+      `causal mask ${causal ? "on" : "off"}. Each map: rows are the token looking, columns the token looked at.`;
   ui.causalNote.textContent = data.causal_note;
   ui.causalNote.hidden = !causal;
   document.querySelector("#perm-on .positional").textContent = data.positional === "rope" ? "RoPE" : "learned";
