@@ -116,18 +116,19 @@ export function renderPermutationColumn(col, cond, data, { mapPx, range, onHover
 
   const dl = col.querySelector(".verdict");
   dl.replaceChildren();
-  verdictRow(dl, "largest change in the output (any logit)", cond.logits_max_diff, {
-    id: "logits",
+  verdictRow(dl, "largest change in the output: any next-token probability", cond.probs_max_diff, {
+    id: "probs",
     strong: true,
-    help: "The model's output scores for every next token, at every token of the prompt.",
+    help: "Every probability the model gives, for every next token, at every token of the prompt.",
   });
-  verdictRow(dl, "largest change in any next-token probability", cond.probs_max_diff, { id: "probs" });
+  verdictRow(dl, "largest change in any output logit", cond.logits_max_diff, { id: "logits" });
   verdictRow(dl, "largest attention change, this head", cond.head_max_diff, { id: "head" });
   verdictRow(dl, "largest attention change, any head", cond.attention_max_diff, { id: "attention" });
-  verdictRow(dl, "largest change in the final residual stream", cond.resid_max_diff, {
-    id: "resid",
-    help: `Its values reach ${cond.resid_scale.toFixed(1)}, so this is the rounding of float32 when tiny.`,
-  });
+  verdictRow(dl, `largest change in the final residual stream (values reach ${cond.resid_scale.toFixed(0)})`,
+    cond.resid_max_diff, {
+      id: "resid",
+      help: "float32 keeps about 7 significant digits, so on values this large rounding alone is ~1e-5.",
+    });
   col.dataset.equivariant = String(cond.equivariant);
   col.querySelector(".verdict-word")?.remove();
   const word = document.createElement("p");
