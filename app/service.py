@@ -131,9 +131,20 @@ def decode_attention(payload: dict) -> torch.Tensor:
     return out
 
 
+def temper(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """logits / temperature. A temperature so small that this overflows (5e-324 is a valid float > 0)
+    gets its limit instead of inf/inf = NaN: all probability on the top logit(s). The floor of -1e4
+    changes no probability (exp(-1e4) is exactly 0) but keeps log-probabilities and KL finite."""
+    scaled = logits.float() / temperature
+    if torch.isfinite(scaled).all():
+        return scaled
+    shifted = (logits.double() - logits.double().amax(-1, keepdim=True)) / temperature
+    return shifted.clamp(min=-1e4).float()
+
+
 def top_k(logits: torch.Tensor, k: int, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-k ids and probabilities of softmax(logits / temperature) along the last axis."""
-    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    probs = torch.softmax(temper(logits, temperature), dim=-1)
     top = probs.topk(min(k, probs.shape[-1]), dim=-1)
     return top.indices, top.values
 
@@ -177,6 +188,13 @@ class ModelService:
         limit = self.settings.max_prompt_chars
         if len(prompt) > limit:
             raise BadInput(f"The prompt has {len(prompt)} characters; the limit is {limit}. Shorten it.")
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError:  # JSON can escape half a UTF-16 pair ("\ud83d"); no tokenizer takes it
+            raise BadInput(
+                "The prompt contains a broken character (half of a UTF-16 surrogate pair, e.g. half an emoji). "
+                "Remove it and try again."
+            ) from None
         ids = lm.encode(prompt)
         if not ids:
             raise BadInput("The prompt has no tokens: type some text to analyse.")
@@ -322,8 +340,8 @@ class ModelService:
 
         def compute() -> dict:
             with self.slot():
-                intact = lm.logits(ids)[index] / req.temperature
-                knocked = lm.logits(ids, ablate=ablate, ablate_mode=req.mode)[index] / req.temperature
+                intact = temper(lm.logits(ids)[index], req.temperature)
+                knocked = temper(lm.logits(ids, ablate=ablate, ablate_mode=req.mode)[index], req.temperature)
             return compare_distributions(lm, ids, index, intact, knocked, req.top_k) | {
                 "model": lm.name, "n": n, "tokens": lm.tokenizer.displays(ids), "index": index,
                 "ablate": [list(h) for h in ablate], "mode": req.mode,
