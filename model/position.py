@@ -444,3 +444,35 @@ def learned_positions(net: Transformer, n_positions: int | None = None) -> Learn
         explained=(var[:k] / var.sum().clamp_min(1e-30)).tolist(),
         norms=W.norm(dim=-1).float(),
     )
+
+
+# ---------------------------------------------------------------- command line
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m model.position [--model NAME_OR_FOLDER] [--prompt TEXT]`: the permutation experiment's
+    largest differences for a reversed, a shuffled and a swapped prompt, in every condition."""
+    import argparse
+
+    from .loading import load
+
+    p = argparse.ArgumentParser(prog="python -m model.position", description=main.__doc__)
+    p.add_argument("--model", default="classroom")
+    p.add_argument("--prompt", default="The dog bites the man.")
+    args = p.parse_args(argv)
+    lm = load(args.model)
+    ids = lm.encode(args.prompt)
+    print(f"{lm.name}: {' '.join(lm.tokenizer.displays(ids))}")
+    for kind in ("reverse", "shuffle", "swap"):
+        perm = make_permutation(len(ids), kind, seed=0, swap=(1, len(ids) - 2) if len(ids) > 2 else (0, 1))
+        print(f"{kind} {perm}")
+        for c in permutation_experiment(lm, ids, perm).conditions:
+            print(
+                f"  position {'on ' if c.position else 'off'} causal {'on ' if c.causal else 'off'}  "
+                f"probs {c.probs_max_diff:.1e}  logits {c.logits_max_diff:.1e}  "
+                f"attention (any head) {c.attention_max_diff:.1e}  residual {c.resid_max_diff:.1e}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -164,3 +164,13 @@ def test_gpt2_path_returns_learned_positions(tokenizer):
         rope_clock(lm.config)
     with pytest.raises(ValueError, match="RoPE"):
         learned_positions(tiny_model().eval())
+
+
+def test_command_line_prints_every_condition(tmp_path, capsys):
+    from model.position import main
+
+    from .api_helpers import save_tiny
+
+    main(["--model", str(save_tiny(tmp_path / "tiny")), "--prompt", "The dog bites the man."])
+    out = capsys.readouterr().out
+    assert out.count("position off causal off") == 3 and "reverse [" in out and "swap [" in out
