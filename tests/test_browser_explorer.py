@@ -107,6 +107,11 @@ def test_explorer_typing_shows_every_head(live_server, models_info, page):
         assert page.locator("#head-grid .hg-group").first.inner_text() == "K/V head 0"
     assert query_of(page)["prompt"] == prompt
     assert page.locator("#prompt-error").is_hidden()
+    # A class demo from the presets menu replaces the prompt and runs at once.
+    page.locator("#presets").select_option(label="man bites dog")
+    demo = page.locator("#prompt").input_value()
+    assert "man bites" in demo
+    wait_tokens(page, api_trace(live_server, demo)["tokens"])
 
 
 def test_explorer_click_head_shows_heatmap_labelled_with_tokens(live_server, page):
@@ -313,6 +318,32 @@ def test_explorer_shows_markup_in_prompt_as_text_and_runs_nothing(live_server, p
     strip = "".join(strip_tokens(page)).replace("·", " ")
     assert "<img src=x onerror=alert(1)>" in strip and "<script>alert(1)</script>" in strip
     assert page.locator("#prompt").input_value() == XSS_PROMPT
+    # The tokenizer splits markup into harmless pieces, so also feed the views whole tags as tokens
+    # (another tokenizer could keep them together): they must come out as the same literal text.
+    tags = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "<b>bold</b>"]
+    shown = page.evaluate(
+        """async (tags) => {
+             const { renderTokens } = await import('/static/js/tokens.js');
+             const { renderHeatmap } = await import('/static/js/views/heatmap.js');
+             const strip = document.createElement('div');
+             const plot = document.createElement('div');
+             plot.style.cssText = 'width: 600px; height: 400px';
+             document.body.append(strip, plot);
+             renderTokens(strip, tags);
+             await renderHeatmap(plot, { tokens: tags, matrix: new Float32Array([1, 0, 0, .5, .5, 0, .2, .3, .5]),
+                                         causal: true, hideSink: false, highlight: null });
+             return {
+               strip: [...strip.querySelectorAll('.tok-text')].map((e) => e.textContent),
+               ticks: [...plot.querySelectorAll('.xtick text')].map((e) => e.textContent),
+               elements: document.querySelectorAll('img[src=x], [onerror], body script:not([src]), b').length,
+             };
+           }""",
+        tags,
+    )
+    page.wait_for_timeout(500)
+    ticks = [t if len(t) <= 14 else t[:13] + "…" for t in tags]  # long labels are shortened, as text
+    assert shown == {"strip": tags, "ticks": ticks, "elements": 0}
+    assert dialogs == []
 
 
 def test_explorer_shows_api_errors_in_words(live_server, models_info, page):
@@ -338,6 +369,9 @@ def test_explorer_works_with_every_outside_request_blocked(live_server, page):
     page.wait_for_function("() => document.querySelectorAll('#head-scores dd').length >= 4")
     page.locator('[data-view="lines"]').click()
     page.wait_for_selector("#detail-lines canvas")
+    with page.expect_download() as lines_png:
+        page.locator("#lines-png").click()
+    assert lines_png.value.suggested_filename == "attention-lines-L1H0.png"
     page.locator("#sink-toggle").check()
     page.locator("#tokens .tok").nth(2).click()
     page.wait_for_function("() => new URLSearchParams(location.search).get('pos') === '2'")
