@@ -155,7 +155,9 @@ def test_explorer_ignores_out_of_order_answers(live_server, browser):
          window.fetch = async (url, init) => {
            const res = await real(url, { ...init, signal: undefined });
            if (init && init.body && JSON.parse(init.body).prompt === SLOW) {
+             window.__slowSent = true;
              await new Promise((r) => setTimeout(r, 1500));
+             setTimeout(() => { window.__slowDelivered = true; }, 300); // after the page handled it
            }
            return res;
          };
@@ -165,11 +167,11 @@ def test_explorer_ignores_out_of_order_answers(live_server, browser):
         open_explorer(page, live_server, prompt="Lily had a red ball. She")
         page.wait_for_selector("#tokens .tok")
         page.fill("#prompt", slow)
-        page.wait_for_timeout(400)  # past the debounce: the slow request is in flight
+        page.wait_for_function("() => window.__slowSent === true")  # past the debounce, in flight
         page.fill("#prompt", fast)
         page.locator("#prompt").press("Enter")
         wait_tokens(page, api_trace(live_server, fast)["tokens"])
-        page.wait_for_timeout(2000)  # the held-back answer has arrived by now
+        page.wait_for_function("() => window.__slowDelivered === true")  # the late answer has landed
         assert strip_tokens(page) == api_trace(live_server, fast)["tokens"]
         assert query_of(page)["prompt"] == fast
         assert not page.js_errors
