@@ -131,6 +131,15 @@ def test_explorer_click_head_shows_heatmap_labelled_with_tokens(live_server, pag
     q = query_of(page)
     assert (q["layer"], q["head"]) == ("1", "2")
     assert page.locator('#head-grid .thumb.open[data-layer="1"][data-head="2"]').count() == 1
+    # Hovering a token outlines its row and column in the heatmap and on every thumbnail.
+    plain = thumbs_fingerprint(page)
+    page.locator("#tokens .tok").nth(2).hover()
+    page.wait_for_function("() => document.querySelector('#detail-heatmap').layout.shapes.length === 2")
+    lit = thumbs_fingerprint(page)
+    assert all(a != b for a, b in zip(plain, lit, strict=True))
+    page.mouse.move(5, 5)
+    page.wait_for_function("() => document.querySelector('#detail-heatmap').layout.shapes.length === 0")
+    assert thumbs_fingerprint(page) == plain
 
 
 def test_explorer_prompt_change_updates_grid(live_server, page):
