@@ -15,7 +15,7 @@ import httpx
 
 from model import load
 
-from .fixture import Prompts, served_model
+from .fixture import STANDIN_LABEL, Prompts, served_model, standin
 from .server import serve
 from .timing import median, percentile
 
@@ -35,14 +35,14 @@ def json_floats_size(lm, prompt: str) -> tuple[int, int]:
     return len(text), len(gzip.compress(text, compresslevel=5))
 
 
-def measure(client: httpx.Client, prompts: Prompts, n: int, reps: int) -> dict:
+def measure(client: httpx.Client, prompts: Prompts, model: str, n: int, reps: int) -> dict:
     for _ in range(2):  # warm-up: first-call allocations, thread pool start
-        client.post("/api/trace", json={"prompt": prompts.take(n)}).raise_for_status()
+        client.post("/api/trace", json={"prompt": prompts.take(n), "model": model}).raise_for_status()
     lat, wire, body, ns = [], [], [], []
     for _ in range(reps):
         prompt = prompts.take(n)
         t0 = time.perf_counter()
-        r = client.post("/api/trace", json={"prompt": prompt})
+        r = client.post("/api/trace", json={"prompt": prompt, "model": model})
         lat.append(time.perf_counter() - t0)
         r.raise_for_status()
         wire.append(r.num_bytes_downloaded)
@@ -59,37 +59,44 @@ def measure(client: httpx.Client, prompts: Prompts, n: int, reps: int) -> dict:
 
 
 def run(quick: bool = True) -> dict:
-    model, label = served_model()
-    lm = load(model)
-    prompts = Prompts(lm)
+    """Each n on the bundled model when it fits its context, else on the long-context stand-in."""
+    bundled, label = served_model()
+    models = {bundled: load(bundled)}
+    if max(NS) > models[bundled].config.context_length:
+        models[standin()] = load(standin())
     rows = []
-    with serve(model, workers=1) as server, httpx.Client(base_url=server["url"], timeout=300) as client:
+    with (
+        serve(list(models), workers=1) as server,
+        httpx.Client(base_url=server["url"], timeout=300) as client,
+    ):
         for n in NS:
-            if n > lm.config.context_length:
-                continue
-            row = measure(client, prompts, n, 8 if quick else 40)
+            spec = next(m for m, lm in models.items() if n <= lm.config.context_length)
+            lm = models[spec]
+            row = measure(client, Prompts(lm), lm.name, n, 8 if quick else 40)
+            row["model"] = label if spec == bundled else STANDIN_LABEL
             row["json_floats_bytes"], row["json_floats_gzip_bytes"] = json_floats_size(
                 lm, row.pop("last_prompt")
             )
             rows.append(row)
-    return {"model": label, "rows": rows}
+    return {"rows": rows}
 
 
 def table(result: dict) -> list[str]:
-    lines = [f"POST /api/trace end to end, real uvicorn, 1 worker, {result['model']}",
+    lines = ["POST /api/trace end to end, real uvicorn, 1 worker (model per row: see the legend)",
              f"{'n':>5} {'reps':>4} {'p50 ms':>8} {'p99 ms':>8} {'body KiB':>9} {'wire KiB':>9} {'B/value':>8} "
-             f"{'JSON floats KiB':>16} {'floats/ours':>11}"]  # fmt: skip
+             f"{'JSON floats KiB':>16} {'floats/ours':>11}  model"]  # fmt: skip
     for r in result["rows"]:
         per_value = r["attention_base64_bytes"] / r["attention_values"]
         lines.append(
             f"{r['n_actual']:>5.0f} {r['reps']:>4} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['body_bytes'] / 1024:>9.1f} "
             f"{r['wire_bytes_gzip'] / 1024:>9.1f} {per_value:>8.2f} {r['json_floats_bytes'] / 1024:>16.1f} "
-            f"{r['json_floats_bytes'] / r['body_bytes']:>10.1f}x"
+            f"{r['json_floats_bytes'] / r['body_bytes']:>10.1f}x  {r['model']}"
         )
     lines.append("  B/value: attention bytes in the JSON body per probability sent (uint8 in base64 = 4/3;")
     lines.append(
-        "  causal rows send only keys 0..i). JSON floats: every head's full n x n float matrix as JSON."
+        "  causal rows send only keys 0..i). JSON floats: every head's full n x n float matrix as JSON;"
     )
+    lines.append("  floats/ours compares that with our whole response body (everything, not only attention).")
     return lines
 
 

@@ -47,7 +47,7 @@ def variants(net: Transformer, ref, idx: torch.Tensor) -> dict:
         "sdpa": lambda: plain_forward(net, idx),
         "ours_fwd": lambda: torch.inference_mode()(net)(idx),
         "ours_hooks": hooks,
-        "ours_trace": lambda: run_trace(net, ids, tokens, Run(), lens_k=10),
+        "ours_trace": lambda: run_trace(net, ids, tokens, Run(), lens_k=5),  # the app's lens_k
         "hf_eager": lambda: hf_capture(ref, idx),
     }
 

@@ -16,15 +16,21 @@ from .models import CLASSROOM_SHAPE, random_net
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STANDIN = RESULTS / "classroom-shaped-random"
+STANDIN_LABEL = "classroom-shaped (random weights, Brown BPE tokenizer)"
 
 
 def served_model() -> tuple[str, str]:
-    """(what `python -m app --model` gets, a label): the bundled model, or a random stand-in."""
+    """(what `python -m app --model` gets, a label): the bundled model, or the random stand-in."""
     try:
         load("classroom")
         return "classroom", "classroom (bundled)"
     except ModelLoadError:
-        pass
+        return standin(), STANDIN_LABEL
+
+
+def standin() -> str:
+    """A random model of the classroom model's shape with a 1024-token context and a BPE tokenizer of
+    its vocabulary size trained on the Brown corpus: for lengths beyond the bundled model's context."""
     if not (STANDIN / "model.safetensors").exists():
         from model.corpus import brown_documents
         from model.train import train_tokenizer
@@ -32,7 +38,7 @@ def served_model() -> tuple[str, str]:
         tok = train_tokenizer(brown_documents(), CLASSROOM_SHAPE["vocab_size"])
         shape = {**CLASSROOM_SHAPE, "vocab_size": tok.hf.get_vocab_size()}
         save(random_net("classroom-shaped-random", **shape), tok, STANDIN)
-    return str(STANDIN), "classroom-shaped (random weights, Brown BPE tokenizer)"
+    return str(STANDIN)
 
 
 def english_words() -> list[str]:

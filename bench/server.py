@@ -41,10 +41,13 @@ def tree_rss_bytes(pid: int) -> int:
 
 
 @contextmanager
-def serve(model: str, workers: int = 1, env: dict | None = None, timeout_s: float = 180) -> Iterator[dict]:
+def serve(
+    models: str | list[str], workers: int = 1, env: dict | None = None, timeout_s: float = 180
+) -> Iterator[dict]:
     """Yields {"url", "pid"} once /api/models answers; the server is stopped on exit."""
     port = free_port()
-    cmd = [sys.executable, "-m", "app", "--model", model, "--host", "127.0.0.1", "--port", str(port),
+    flags = [a for m in ([models] if isinstance(models, str) else models) for a in ("--model", m)]
+    cmd = [sys.executable, "-m", "app", *flags, "--host", "127.0.0.1", "--port", str(port),
            "--workers", str(workers)]  # fmt: skip
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
