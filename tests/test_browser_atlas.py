@@ -142,4 +142,11 @@ def test_explorer_head_detail_knocks_the_head_out(live_server, page, roles):
     page.wait_for_selector("#head-ko-result .ko-table")
     assert read_probs(page, 2, "#head-ko-result") != read_probs(page, 3, "#head-ko-result")
     assert page.inner_text("#head-ko-result").startswith(f"Without L{h['layer']}H{h['head']}")
+    # The head's role scores measured on the prompt itself, as the API gives them.
+    on_prompt = get_json(live_server + "/api/heads/prompt", {"prompt": PROMPT})["scores"]
+    prev = on_prompt["previous_token"][h["layer"]][h["head"]]
+    page.wait_for_function(
+        "() => document.querySelector('.roles-on-prompt').textContent.includes('previous-token')"
+    )
+    assert f"previous-token {prev:.2f}" in page.inner_text(".roles-on-prompt")
     shoot(page, "explorer-knockout", full_page=False)

@@ -100,6 +100,9 @@ export const headsProbe = (probe, model, opts) =>
 // POST /api/heads/ablation: knock out heads (or a role group); next-token and repeated-sequence effects.
 export const headAblation = (body, opts) => post("/api/heads/ablation", body, opts);
 
+// POST /api/heads/prompt: the role scores that make sense on any text, measured on this prompt.
+export const headRolesOnPrompt = (body, opts) => post("/api/heads/prompt", body, opts);
+
 // Cost lab. POST /api/cost: the n^2 arithmetic at n for the live model and the reference configs.
 export const cost = (body, opts) => post("/api/cost", body, opts);
 

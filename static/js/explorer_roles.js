@@ -55,8 +55,40 @@ export function mountRoleFilter(sel) {
 let ko = null; // {button, result, error, getContext, key, seq, ctl}
 
 export function mountHeadKnockout({ button, result, error }, getContext) {
-  ko = { button, result, error, getContext, key: null, seq: 0, ctl: null };
+  const onPrompt = document.createElement("p");
+  onPrompt.className = "hint roles-on-prompt";
+  button.parentElement.prepend(onPrompt);
+  ko = { button, result, error, onPrompt, getContext, key: null, seq: 0, ctl: null };
   button.addEventListener("click", runHeadKnockout);
+}
+
+// ---- the open head's role scores on the prompt itself (induction shows on a repeated sentence) ----
+
+const SHOWN = [["previous_token", "previous-token"], ["induction", "induction"], ["duplicate_token", "duplicate"],
+  ["first_token", "sink"], ["local", "local"]];
+const promptScores = new Map(); // "model|prompt" -> Promise of /api/heads/prompt
+
+async function showPromptScores(c) {
+  const key = `${c.model}|${c.prompt}`;
+  ko.onPrompt.textContent = "";
+  if (!promptScores.has(key)) {
+    if (promptScores.size > 20) promptScores.clear();
+    const p = api.headRolesOnPrompt({ prompt: c.prompt, model: c.model || null });
+    p.catch(() => promptScores.delete(key));
+    promptScores.set(key, p);
+  }
+  let res;
+  try {
+    res = await promptScores.get(key);
+  } catch {
+    ko.onPrompt.textContent = "";
+    return;
+  }
+  if (ko.key !== `${c.model}|${c.prompt}|${c.layer}|${c.head}`) return; // another head was opened meanwhile
+  const parts = SHOWN.filter(([k]) => res.scores[k]).map(([k, name]) => `${name} ${res.scores[k][c.layer][c.head].toFixed(2)}`);
+  const missing = SHOWN.filter(([k]) => !res.scores[k]).map(([, name]) => name);
+  ko.onPrompt.textContent = `Role scores of ${headName(c.layer, c.head)} on this prompt: ${parts.join(" · ")}` +
+    (missing.length ? ` (${missing.join(", ")}: the prompt repeats no token or is too short).` : ".");
 }
 
 // Called whenever the detail shows a head: a result belongs to one prompt and one head only.
@@ -70,7 +102,10 @@ export function resetHeadKnockout() {
   ko.result.replaceChildren();
   ko.error.hidden = true;
   ko.button.setAttribute("aria-pressed", "false");
-  if (c) ko.button.textContent = `Knock out ${headName(c.layer, c.head)}`;
+  if (c) {
+    ko.button.textContent = `Knock out ${headName(c.layer, c.head)}`;
+    showPromptScores(c);
+  }
 }
 
 async function runHeadKnockout() {
