@@ -172,3 +172,30 @@ def next_token_sentence(heads: Sequence[Head], e: NextTokenEffect) -> str:
         return f"{who} the top guess after {after} stays “{b.token}” ({b.prob:.0%} → {a.prob:.0%})."
     return (f"{who} the top guess after {after} changes from “{b.token}” ({b.prob:.0%}, now {e.before_top_after:.0%}) "
             f"to “{a.token}” ({a.prob:.0%}).")  # fmt: skip
+
+
+def main() -> None:
+    """`python -m model.head_ablation [model] [prompt]`: every role's heads and what knocking them out does."""
+    import sys
+
+    from .head_roles import ROLES, head_atlas
+    from .loading import load
+
+    lm = load(sys.argv[1] if len(sys.argv) > 1 else "classroom")
+    prompt = sys.argv[2] if len(sys.argv) > 2 else "Lily had a red ball. She"
+    atlas = head_atlas(lm)
+    for role in ROLES:
+        heads = atlas.heads_with(role.key)
+        best = atlas.top_heads(role.key, 3)
+        scores = ", ".join(f"{head_name(*h)} {float(atlas.scores[role.key][h]):.3f}" for h in best)
+        print(
+            f"{role.name} (label from {role.threshold}): labelled {[head_name(*h) for h in heads]}; best {scores}"
+        )
+        group = heads or best[:1]
+        r = repeat_knockout(lm, group)
+        print(f"  {repeat_sentence(group, r)}")
+        print(f"  {next_token_sentence(group, next_token_effect(lm, prompt, group))}")
+
+
+if __name__ == "__main__":
+    main()
