@@ -1,17 +1,23 @@
-"""`python -m bench [capture|api|browser|load ...] [--full]`: run the benchmarks, print one table of
-ratios with the machine they ran on, and write the results to bench/results/<time>.json.
+"""`python -m bench [capture|api|browser|load ...] [--full] [--threads N] [--n 16,128]`: run the
+benchmarks, print one table of ratios with the machine they ran on, and write the results to
+bench/results/<time>.json.
 
 Without --full every part uses few repetitions (and 10 s load runs), which is enough to see the ratios
 on a busy machine; --full is the run whose numbers go in the README (60 s load runs, more repetitions).
+--threads 1 keeps a run usable while another job holds the cores: with 2 threads each op waits for a
+second thread the scheduler may not run for a while.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import traceback
 from pathlib import Path
+
+import torch
 
 from . import api, browser, capture, load
 from .machine import describe, describe_line
@@ -24,7 +30,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description="Attention Atlas benchmarks.")
     p.add_argument("parts", nargs="*", metavar="PART", help=f"any of {', '.join(PARTS)} (default: all)")
     p.add_argument("--full", action="store_true", help="more repetitions and 60 s load runs (the README run)")
+    p.add_argument(
+        "--threads", type=int, help="torch threads here and in the servers started (default: torch's)"
+    )
+    p.add_argument("--n", help="capture lengths, comma-separated (default: 16,64,128,256,512,1024)")
     args = p.parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        p.error("--threads must be at least 1")
+    try:
+        args.n = tuple(int(x) for x in args.n.split(",")) if args.n else capture.NS
+    except ValueError:
+        p.error(f"--n takes comma-separated token counts like 16,128, not {args.n!r}")
     unknown = [x for x in args.parts if x not in PARTS]
     if unknown:
         p.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
@@ -34,6 +50,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.threads:
+        # Servers started by the parts read ATLAS_TORCH_THREADS (python -m app only sets it when unset).
+        torch.set_num_threads(args.threads)
+        os.environ["ATLAS_TORCH_THREADS"] = str(args.threads)
     machine = describe()
     report = {
         "machine": machine,
@@ -47,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         print(f"[bench] {name} ...", flush=True)
         try:
-            result = part.run(quick=not args.full)
+            options = {"ns": args.n} if name == "capture" else {}
+            result = part.run(quick=not args.full, **options)
         except Exception:  # one broken part must not hide the others' numbers
             failed.append(name)
             report["parts"][name] = {"error": traceback.format_exc()}
