@@ -106,12 +106,14 @@ def read_probs(page, column: int, where: str = "") -> list[float]:
 def test_atlas_knockout_changes_the_shown_probabilities(live_server, page, roles):
     role = labelled_role(roles)
     best = role["heads"][0]
-    page.goto(f"{live_server}/atlas?prompt={PROMPT}")
+    page.goto(f"{live_server}/atlas")  # the knock-out panel starts with its own default prompt
     page.wait_for_selector("#atlas-roles[data-drawn]")
+    prompt = page.input_value("#ko-prompt")
+    assert prompt
     page.click(f'.role-section[data-role="{role["key"]}"] .head-card >> nth=0 >> .ko-button')
     page.wait_for_selector("#ko-result .ko-table")
     api = get_json(live_server + "/api/heads/ablation",
-                   {"prompt": PROMPT, "heads": [[best["layer"], best["head"]]], "top_k": 6})  # fmt: skip
+                   {"prompt": prompt, "heads": [[best["layer"], best["head"]]], "top_k": 6})  # fmt: skip
     text = page.inner_text("#ko-result")
     assert api["prompt"]["sentence"] in text and api["repeat"]["sentence"] in text
     intact, ablated = read_probs(page, 2, "#ko-result"), read_probs(page, 3, "#ko-result")
