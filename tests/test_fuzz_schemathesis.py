@@ -72,7 +72,9 @@ def check(case) -> None:
     assert content_type.startswith("application/json"), f"{content_type!r} for {where}"
     if response.status_code >= 400:
         detail = response.json().get("detail")
-        assert isinstance(detail, str) and detail.strip(), f"no sentence in the {response.status_code} for {where}"
+        assert isinstance(detail, str) and detail.strip(), (
+            f"no sentence in the {response.status_code} for {where}"
+        )
 
 
 def fuzz(schema, method: str, path: str) -> int:

@@ -34,7 +34,9 @@ def test_load_ten_clients_ten_seconds_no_errors(tmp_path):
         with ThreadPoolExecutor(1) as pool:
             load = hammer(server["url"], server["pid"], prompts(20_000), CLIENTS, SECONDS)
             result = pool.submit(asyncio.run, load).result()
-        after = httpx.post(server["url"] + "/api/trace", json={"prompt": "The cat sat on the mat."}, timeout=60)
+        after = httpx.post(
+            server["url"] + "/api/trace", json={"prompt": "The cat sat on the mat."}, timeout=60
+        )
     assert result["errors"] == [], result["errors"][:5]
     assert len(result["latencies"]) >= CLIENTS  # every client got answers, not just one
     assert after.status_code == 200 and after.json()["n"] > 0  # and the server still answers afterwards

@@ -47,7 +47,11 @@ def script_sources(d: dict[str, list[str]]) -> list[str]:
 
 def test_security_csp_allows_only_same_origin_scripts(client):
     responses = [client.get(path) for path in PAGES]
-    responses += [client.get("/api/models"), client.get("/docs"), client.post("/api/trace", json={"prompt": ""})]
+    responses += [
+        client.get("/api/models"),
+        client.get("/docs"),
+        client.post("/api/trace", json={"prompt": ""}),
+    ]
     responses += [client.get("/static/js/api.js"), client.get("/no-such-page")]
     for r in responses:
         d = directives(r.headers["content-security-policy"])
@@ -97,7 +101,7 @@ def test_security_pages_run_only_our_script_files(client):
 
 
 def test_security_markup_in_the_url_is_not_echoed_into_pages(client):
-    payload = '<script>alert(1)</script><img src=x onerror=alert(2)>"\'>'
+    payload = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'>"
     for path in PAGES:
         html = client.get(f"{path}?prompt={quote(payload)}&model={quote(payload)}").text
         assert "<script>alert(1)" not in html and "onerror=alert(2)" not in html, path
