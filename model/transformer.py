@@ -90,7 +90,9 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(D, K * d, bias=bias)
         self.o_proj = nn.Linear(H * d, D, bias=cfg.o_bias or cfg.arch == "gpt2")
         if cfg.arch == "llama":
-            self.register_buffer("inv_freq", rope_inv_freq(d, cfg.rope_base, cfg.rope_llama3).float(), persistent=False)
+            self.register_buffer(
+                "inv_freq", rope_inv_freq(d, cfg.rope_base, cfg.rope_llama3).float(), persistent=False
+            )
             self._rope_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self.hook_q = HookPoint()  # (B, T, H, d), after RoPE
         self.hook_k = HookPoint()  # (B, T, K, d), after RoPE
