@@ -25,7 +25,11 @@ def describe_error(err: dict) -> str:
     if kind == "extra_forbidden":
         return f"Unknown field '{field}': remove it (see /docs for the accepted fields)."
     if kind == "missing":
-        return f"The field '{field}' is required." if loc else "The request body is required: send a JSON object."
+        return (
+            f"The field '{field}' is required."
+            if loc
+            else "The request body is required: send a JSON object."
+        )
     if kind == "model_attributes_type":
         return "The request body must be a JSON object."
     msg = msg.removeprefix("Value error, ")

@@ -29,7 +29,9 @@ def _gpt2_config(hf: dict, name: str) -> ModelConfig:
     if act not in ("gelu_new", "gelu_pytorch_tanh"):
         raise UnsupportedModel(f"GPT-2 activation {act!r} is not supported (only gelu_new)")
     if hf.get("scale_attn_by_inverse_layer_idx") or hf.get("tie_word_embeddings") is False:
-        raise UnsupportedModel("GPT-2 variants with per-layer attention scaling or untied embeddings are not supported")
+        raise UnsupportedModel(
+            "GPT-2 variants with per-layer attention scaling or untied embeddings are not supported"
+        )
     d = hf["n_embd"]
     return ModelConfig(
         arch="gpt2", name=name, vocab_size=hf["vocab_size"], n_layer=hf["n_layer"], n_head=hf["n_head"],

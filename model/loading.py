@@ -35,7 +35,9 @@ def load(name_or_path: str | Path, device: str = "cpu", dtype: torch.dtype = tor
             f"the bundled model {name_or_path!r} is not in {folder}; train it with `python -m model.train`"
         )
     if not folder.is_dir():
-        raise ModelLoadError(f"{name_or_path!r} is neither a bundled model ({', '.join(BUNDLED)}) nor a folder")
+        raise ModelLoadError(
+            f"{name_or_path!r} is neither a bundled model ({', '.join(BUNDLED)}) nor a folder"
+        )
     config_file = folder / "config.json"
     if not config_file.exists():
         raise ModelLoadError(f"{folder} has no config.json")
@@ -96,7 +98,9 @@ def build(cfg: ModelConfig, sd: dict[str, torch.Tensor], folder: Path | str = "w
         raise ModelLoadError(f"{folder}: weights missing for {missing[:5]} ({len(missing)} in all)")
     for k, v in sd.items():
         if k in expected and expected[k].shape != v.shape:
-            raise ModelLoadError(f"{folder}: {k} has shape {tuple(v.shape)}, config says {tuple(expected[k].shape)}")
+            raise ModelLoadError(
+                f"{folder}: {k} has shape {tuple(v.shape)}, config says {tuple(expected[k].shape)}"
+            )
     net.load_state_dict({k: v.float() for k, v in sd.items() if k in expected}, strict=False)
     return net
 

@@ -112,7 +112,9 @@ def test_api_head_sends_one_head_in_full(client, lm):
     assert body["scores"]["previous_token"] == pytest.approx(
         ref[range(1, n), range(n - 1)].mean().item(), abs=1e-4
     )
-    assert body["scores"]["first_token"] == pytest.approx(ref[1:, 0].mean().item(), abs=1e-4)  # queries 1..n-1
+    assert body["scores"]["first_token"] == pytest.approx(
+        ref[1:, 0].mean().item(), abs=1e-4
+    )  # queries 1..n-1
     unablated = post(client, "/api/head", prompt=PROMPT, layer=1, head=3, ablate=[[0, 1]])
     torch.testing.assert_close(torch.tensor(unablated["pattern"]),
                                lm.trace(PROMPT, ablate=[(0, 1)]).attention[1, 3], atol=1e-5, rtol=0)  # fmt: skip

@@ -110,7 +110,9 @@ def test_hf_parity_qwen2_qkv_bias(tmp_path, tokenizer):
 
 
 def test_hf_parity_gpt2(tmp_path, tokenizer):
-    cfg = GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0)
+    cfg = GPT2Config(
+        vocab_size=300, n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0
+    )
     torch.manual_seed(0)
     ref = _eager(GPT2LMHeadModel, cfg)
     save_reference(ref, tmp_path, tokenizer)

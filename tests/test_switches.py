@@ -45,7 +45,9 @@ def test_switches_ablation_zeroes_exactly_one_head(tiny_lm):
         tiny_lm.net(idx, intact)
         tiny_lm.net(idx, ablated)
     # Earlier layers are untouched; in layer 1 only head 2's contribution is gone.
-    torch.testing.assert_close(intact.cache["blocks.0.hook_resid_post"], ablated.cache["blocks.0.hook_resid_post"])
+    torch.testing.assert_close(
+        intact.cache["blocks.0.hook_resid_post"], ablated.cache["blocks.0.hook_resid_post"]
+    )
     z = intact.cache["blocks.1.attn.hook_z"]  # (B, T, H, d); hook_z is captured before ablation
     o = tiny_lm.net.blocks[1].attn.o_proj
     d = tiny_lm.config.hd

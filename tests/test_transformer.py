@@ -8,7 +8,14 @@ from .conftest import tiny_model
 def test_transformer_attention_equals_sdpa():
     net = tiny_model(n_kv_head=1)
     idx = torch.randint(0, 300, (2, 17))
-    run = Run(capture={"blocks.0.attn.hook_q", "blocks.0.attn.hook_k", "blocks.0.attn.hook_v", "blocks.0.attn.hook_z"})
+    run = Run(
+        capture={
+            "blocks.0.attn.hook_q",
+            "blocks.0.attn.hook_k",
+            "blocks.0.attn.hook_v",
+            "blocks.0.attn.hook_z",
+        }
+    )
     net(idx, run)
     c = run.cache
     q, k, v = (c[f"blocks.0.attn.hook_{x}"].transpose(1, 2) for x in "qkv")
