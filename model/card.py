@@ -19,6 +19,7 @@ from . import corpus
 from .heads import PROSE, measure_roles
 from .hooks import Run
 from .lm import LanguageModel
+from .scaffold import HINTED_HEAD
 
 PROMPTS = (
     "Once upon a time",
@@ -34,6 +35,7 @@ FIGURES_RE = re.compile(r"<!-- figures -->\n```json\n(.*?)\n```", re.S)
 
 # What was tried, with the outcomes measured at the time: read when the card is written, so the log
 # can be completed while the final run trains.
+HINTED = "L{}H{}".format(*HINTED_HEAD)
 EXPERIMENT_LOG = Path(__file__).with_name("training_log.md")
 
 
@@ -130,6 +132,36 @@ def table(rows: list[list[float]]) -> str:
     return "\n".join(lines)
 
 
+def hint_text(r: dict) -> str:
+    if not r.get("hint_steps"):
+        return ""
+    return (
+        f"For the first {r['hint_steps']} steps an auxiliary loss (weight {r['hint_weight']:g}) asked head {HINTED} to "
+        "attend to the previous token (`model/scaffold.py` says why: with RoPE the induction circuit "
+        "needs a previous-token head in an early layer and does not find one on its own in this budget). "
+        "No head was asked to do induction; after the hint the loss is next-token prediction only."
+    )
+
+
+def corpus_text(tr: dict) -> str:
+    minutes = tr.get("corpus_minutes")
+    if minutes is None or minutes < 0.5:
+        return "the corpus and tokenizer were already built (cached by an earlier run), so not in that time."
+    return f"{minutes} min of that built the corpus and trained the tokenizer."
+
+
+def unhinted_previous_token(r: dict, roles: dict) -> str:
+    """The hinted head scores ~1.0 by construction; the best head that learned the job unaided is the
+    honest measure of what training on text does."""
+    if not r.get("hint_steps"):
+        return ""
+    rows = roles["previous_token_table"]
+    score, layer, head = max(
+        (x, la, h) for la, row in enumerate(rows) for h, x in enumerate(row) if (la, h) != HINTED_HEAD
+    )
+    return f"- Best previous-token head other than the hinted {HINTED}: **L{layer}H{head}**, score {score:.3f}.\n"
+
+
 def write_card(out: Path, lm: LanguageModel, figures: dict) -> None:
     cfg, roles, tr = lm.config, figures["roles"], figures["training"]
     pt, ind = roles["previous_token"], roles["induction"]
@@ -175,10 +207,12 @@ is filled with episodes of {r["span_min"]}-{r["span_max"]} tokens repeated insid
 repeats), the rest a chunk of real text repeated twice.
 
 ## Training
-{tr["tokens_seen"]:,} tokens seen in {r["steps"]} steps of {r["batch"]} x {r["seq"]} tokens, AdamW
+{tr["tokens_seen"]:,} tokens seen in {r["steps"]} steps: {r.get("short_steps", 0)} steps of {r.get("short_batch", 0)} short rows
+x {r.get("short_seq", 0)} tokens (one random span repeated to fill the row, loss on the repeats), then rows of
+{r["batch"]} x {r["seq"]} tokens as above. {hint_text(r)} AdamW
 (lr {r["lr"]:g} → {r["min_lr"]:g}, warmup {r["warmup"]}, cosine, weight decay {r["weight_decay"]}), bf16 autocast on
-CPU; {tr["train_minutes"]} min of training at {tr["tokens_per_second"]:,} tokens/s, {tr["total_minutes"]} min in
-all including corpus, tokenizer and evaluation.
+CPU; {tr["train_minutes"]} min of training at {tr["tokens_per_second"]:,} tokens/s, {tr["total_minutes"]} min for the
+whole run including evaluation; {corpus_text(tr)}
 
 ## Validation loss (held-out documents, nats per token)
 | part | tokens | position on | position off |
@@ -190,7 +224,7 @@ On the previous-token probe sentence: loss {figures["prose_loss"]["position_on"]
 
 ## Head roles
 - Best previous-token head: **L{pt["layer"]}H{pt["head"]}**, score {pt["score"]:.3f} (bar: ≥ 0.6, {met("previous_token")}).
-- Best induction head: **L{ind["layer"]}H{ind["head"]}**, score {ind["score"]:.3f} (bar: ≥ 0.5, {met("induction")}).
+{unhinted_previous_token(r, roles)}- Best induction head: **L{ind["layer"]}H{ind["head"]}**, score {ind["score"]:.3f} (bar: ≥ 0.5, {met("induction")}).
 - Induction probe (48 random tokens repeated, seeds 0-3): first-copy loss {roles["first_copy_loss"]:.3f},
   second-copy loss {roles["second_copy_loss"]:.3f} (bar: below a third of the first, {met("copy_ratio")}).
 

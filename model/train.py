@@ -5,10 +5,12 @@
 
 Builds the corpus (`model/corpus.py`) if it is missing, trains a byte-level BPE tokenizer on it,
 then trains a Llama-style transformer with AdamW, warmup + cosine decay, bf16 autocast on CPU.
-Part of every batch is copy data: a span of uniformly random tokens repeated 2-3 times (loss only
-on the repeats, the tokens a model can predict) or a repeated chunk of real text, so induction
-heads have a reason to form. The final evaluation (model/card.py) measures everything the model
-card states.
+The first `short_steps` train on short rows of one random span repeated (loss on the repeats), with
+a previous-token hint on one layer-0 head (`model/scaffold.py`): that is where the induction head
+forms. After that, part of every batch is copy data: a span of uniformly random tokens repeated 2-3
+times (loss only on the repeats, the tokens a model can predict) or a repeated chunk of real text,
+which keeps the induction head useful while the model learns English. The final evaluation
+(model/card.py) measures everything the model card states.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .config import ModelConfig
 from .heads import measure_roles
 from .lm import LanguageModel
 from .loading import CHECKPOINTS, save
+from .scaffold import PreviousTokenHint
 from .tokenizer import Tokenizer
 from .transformer import Attention, Transformer
 
@@ -50,7 +53,7 @@ class Recipe:
     d_ff: int = 704
     seq: int = 256  # training length = context length
     batch: int = 16
-    steps: int = 3000
+    steps: int = 4200
     lr: float = 3e-3
     min_lr: float = 1e-4
     warmup: int = 100
@@ -61,13 +64,15 @@ class Recipe:
     span_min: int = 8  # copy episodes: spans of span_min..span_max tokens ...
     span_max: int = 64
     repeats_max: int = 3  # ... repeated 2..repeats_max times
-    short_steps: int = 0  # first steps: only short rows of one random span repeated (few distractors)
-    short_seq: int = 64
+    short_steps: int = 1200  # first steps: only short rows of one random span repeated (few distractors)
+    short_seq: int = 128
     short_batch: int = 32
     span_vocab: int = 0  # random spans draw from token ids below this (0: the whole vocabulary)
     packed: bool = False  # many episodes per row; False: one episode per row, real text around it
     random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
-    eval_every: int = 500
+    hint_steps: int = 1200  # previous-token hint on layer 0 head 0 (model/scaffold.py) for these steps
+    hint_weight: float = 1.0
+    eval_every: int = 300
     compile: bool = False  # measured: no faster on this CPU, and 100 s to compile
 
 
@@ -267,7 +272,9 @@ def main() -> None:
             ap.add_argument(flag, type=type(value), default=value)
     ap.add_argument("--corpus", type=Path, default=corpus.DEFAULT_OUT)
     ap.add_argument("--out", type=Path, default=CHECKPOINTS / "classroom")
-    ap.add_argument("--threads", type=int, default=2, help="2 on a quiet 2-core machine; 1 if other jobs share it")
+    ap.add_argument(
+        "--threads", type=int, default=2, help="2 on a quiet 2-core machine; 1 if other jobs share it"
+    )
     args = ap.parse_args()
     r = Recipe(**{k: getattr(args, k) for k in vars(defaults)})
     torch.set_num_threads(args.threads)
@@ -281,6 +288,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     torch.manual_seed(r.seed)
     load_corpus(corpus_dir, r.seed)
     tok, streams, val_streams = tokenize_corpus(corpus_dir, r.vocab_size)
+    corpus_minutes = round((time.time() - t_start) / 60, 1)  # ~0 when an earlier run cached them
     print("train tokens:", {p: len(s) for p, s in streams.items()}, f"({time.time() - t_start:.0f}s)")
 
     cfg = ModelConfig(arch="llama", vocab_size=tok.vocab_size, n_layer=r.n_layer, n_head=r.n_head,
@@ -299,8 +307,12 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     history = []
     tokens_seen = 0
     t_train = time.time()
+    hint = PreviousTokenHint(net) if r.hint_steps > 0 else None
     bar = tqdm(range(r.steps), desc="train", mininterval=5)
     for step in bar:
+        if hint is not None and step == r.hint_steps:
+            hint.close()
+            hint = None
         frac = copy_share(step, r)
         x, y, m = batches.short() if step < r.short_steps else batches.get(frac)
         for g in opt.param_groups:
@@ -308,8 +320,9 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             logits = fwd(x)
         loss = masked_loss(logits, y, m)
+        total = loss + r.hint_weight * hint.loss() if hint is not None else loss
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        total.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         opt.step()
         tokens_seen += x.numel()
@@ -332,6 +345,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     figures["training"] = {"recipe": vars(r), "tokens_seen": tokens_seen, "train_minutes": round(train_seconds / 60, 1),
                            "tokens_per_second": round(tokens_seen / train_seconds),
                            "total_minutes": round((time.time() - t_start) / 60, 1),
+                           "corpus_minutes": corpus_minutes,
                            "history": history}  # fmt: skip
     save(lm.net, tok, out, card=None)
     write_card(out, lm, figures)

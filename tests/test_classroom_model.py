@@ -11,7 +11,9 @@ import pytest
 
 from model import load
 from model.card import measure_fixed, read_figures
+from model.head_ablation import repeat_losses
 from model.loading import bundled_path
+from model.scaffold import HINTED_HEAD
 
 TOL = 2e-3  # fp32 on another CPU may differ in the last digits, never by this much
 
@@ -79,6 +81,30 @@ def test_card_claims_only_the_bars_the_weights_meet(classroom):
 def test_previous_token_head_does_its_job(classroom):
     _, _, now = classroom
     assert now["roles"]["previous_token"]["score"] >= 0.6
+
+
+def test_the_hinted_previous_token_head_is_part_of_the_induction_circuit(classroom):
+    # Training hinted this head towards the previous token early on (model/scaffold.py). It earns its
+    # place only if the model uses it: without it, the induction head's keys lose the previous token
+    # and the second copy can no longer be predicted.
+    lm, _, now = classroom
+    assert now["roles"]["previous_token"]["score"] >= 0.6
+    _, second = repeat_losses(lm)
+    _, second_without = repeat_losses(lm, [HINTED_HEAD])
+    assert second_without > second + 2.0, (second, second_without)
+
+
+def test_induction_head_does_its_job(classroom):
+    _, _, now = classroom
+    roles = now["roles"]
+    assert roles["induction"]["score"] >= 0.5
+    assert roles["second_copy_loss"] < roles["first_copy_loss"] / 3
+    assert (roles["induction"]["layer"], roles["induction"]["head"]) != HINTED_HEAD
+
+
+def test_training_fits_the_budget(classroom):
+    _, card, _ = classroom
+    assert card["training"]["total_minutes"] <= 90  # corpus, tokenizer, training and evaluation on 2 cores
 
 
 def test_position_matters(classroom):
