@@ -77,7 +77,8 @@ def thumbs_fingerprint(page) -> list[str]:
 
 
 def thumbs_drawn(page) -> list[int]:
-    """Distinct colours per thumbnail: a drawn attention pattern has several, a blank canvas one."""
+    """Distinct colours per thumbnail: a blank canvas has one; a drawn pattern at least three (the masked
+    future, weight 0 and weight 1 for a perfectly sharp head like the classroom model's L0H0)."""
     return page.evaluate(
         """() => [...document.querySelectorAll('#head-grid .thumb canvas')].map((c) => {
              const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -101,7 +102,7 @@ def test_explorer_typing_shows_every_head(live_server, models_info, page):
     wait_tokens(page, api_trace(live_server, prompt)["tokens"])
     assert page.locator("#head-grid .thumb").count() == m["n_layer"] * m["n_head"]
     assert page.locator("#head-grid .hg-layer").all_text_contents() == [f"L{i}" for i in range(m["n_layer"])]
-    assert all(colours > 3 for colours in thumbs_drawn(page))
+    assert all(colours >= 3 for colours in thumbs_drawn(page))
     if m["n_kv_head"] < m["n_head"]:  # GQA: one shaded band and label per key/value head
         assert page.locator("#head-grid .hg-band").count() == m["n_kv_head"]
         assert page.locator("#head-grid .hg-group").first.inner_text() == "K/V head 0"
@@ -527,6 +528,7 @@ def test_explorer_modules_decode_what_the_api_sends(live_server, page):
                exact.forEach((v, k) => { worst = Math.max(worst, Math.abs(v - m[k])); });
                const n = att.n, r = withoutSink(Float32Array.from(exact), n);
                for (let i = 1; i < n; i++) {
+                 if (Number.isNaN(r[i * (n - 1)])) continue;  // all weight on the sink: nothing to rescale
                  let s = 0;
                  for (let j = 0; j < n - 1; j++) s += r[i * (n - 1) + j] || 0;
                  rowErr = Math.max(rowErr, Math.abs(s - 1));
