@@ -286,9 +286,10 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
 
     t_start = time.time()
     torch.manual_seed(r.seed)
+    corpus_cached = (corpus_dir / f"tokens-{r.vocab_size}" / "tokenizer.json").exists()
     load_corpus(corpus_dir, r.seed)
     tok, streams, val_streams = tokenize_corpus(corpus_dir, r.vocab_size)
-    corpus_minutes = round((time.time() - t_start) / 60, 1)  # ~0 when an earlier run cached them
+    corpus_minutes = round((time.time() - t_start) / 60, 2)
     print("train tokens:", {p: len(s) for p, s in streams.items()}, f"({time.time() - t_start:.0f}s)")
 
     cfg = ModelConfig(arch="llama", vocab_size=tok.vocab_size, n_layer=r.n_layer, n_head=r.n_head,
@@ -345,7 +346,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     figures["training"] = {"recipe": vars(r), "tokens_seen": tokens_seen, "train_minutes": round(train_seconds / 60, 1),
                            "tokens_per_second": round(tokens_seen / train_seconds),
                            "total_minutes": round((time.time() - t_start) / 60, 1),
-                           "corpus_minutes": corpus_minutes,
+                           "corpus_minutes": None if corpus_cached else corpus_minutes,
                            "history": history}  # fmt: skip
     save(lm.net, tok, out, card=None)
     write_card(out, lm, figures)
