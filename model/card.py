@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from . import corpus
+from .head_roles import head_name
 from .heads import PROSE, measure_roles
 from .hooks import Run
 from .lm import LanguageModel
@@ -35,7 +36,7 @@ FIGURES_RE = re.compile(r"<!-- figures -->\n```json\n(.*?)\n```", re.S)
 
 # What was tried, with the outcomes measured at the time: read when the card is written, so the log
 # can be completed while the final run trains.
-HINTED = "L{}H{}".format(*HINTED_HEAD)
+HINTED = head_name(*HINTED_HEAD)
 EXPERIMENT_LOG = Path(__file__).with_name("training_log.md")
 
 

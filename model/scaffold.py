@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from .transformer import Transformer
+from .transformer import Transformer, causal_mask
 
 HINTED_HEAD = (0, 0)  # (layer, head) the training script hints; the model card names it
 
@@ -37,9 +37,9 @@ class PreviousTokenHint:
         # q (B, T, H, d), k (B, T, K, d), both after RoPE: the head's own scores, in float32.
         qh, kh = q[:, :, self.head].float(), k[:, :, self.kv_head].float()
         scores = (qh @ kh.transpose(1, 2)) / math.sqrt(qh.shape[-1])
-        T = scores.shape[-1]
-        future = torch.ones(T, T, dtype=torch.bool, device=scores.device).triu(1)
-        logp = torch.log_softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        logp = torch.log_softmax(
+            scores.masked_fill(causal_mask(scores.shape[-1], scores.device), float("-inf")), -1
+        )
         # -log attention from token i to token i - 1, averaged over i >= 1.
         self.last = -logp[:, 1:, :].diagonal(dim1=1, dim2=2).mean()
         return self.fast_attend(q, k, v, run)

@@ -68,6 +68,9 @@ const SHOWN = [["previous_token", "previous-token"], ["induction", "induction"],
   ["first_token", "sink"], ["local", "local"]];
 const promptScores = new Map(); // "model|prompt" -> Promise of /api/heads/prompt
 
+// One prompt and one head: a knock-out result or a score line belongs to exactly this.
+const headKey = (c) => `${c.model}|${c.prompt}|${c.layer}|${c.head}`;
+
 async function showPromptScores(c) {
   const key = `${c.model}|${c.prompt}`;
   ko.onPrompt.textContent = "";
@@ -81,10 +84,9 @@ async function showPromptScores(c) {
   try {
     res = await promptScores.get(key);
   } catch {
-    ko.onPrompt.textContent = "";
-    return;
+    return; // the line stays empty: the knock-out itself reports errors
   }
-  if (ko.key !== `${c.model}|${c.prompt}|${c.layer}|${c.head}`) return; // another head was opened meanwhile
+  if (ko.key !== headKey(c)) return; // another head was opened meanwhile
   const parts = SHOWN.filter(([k]) => res.scores[k]).map(([k, name]) => `${name} ${res.scores[k][c.layer][c.head].toFixed(2)}`);
   const missing = SHOWN.filter(([k]) => !res.scores[k]).map(([, name]) => name);
   ko.onPrompt.textContent = `Role scores of ${headName(c.layer, c.head)} on this prompt: ${parts.join(" · ")}` +
@@ -95,7 +97,7 @@ async function showPromptScores(c) {
 export function resetHeadKnockout() {
   if (!ko) return;
   const c = ko.getContext();
-  const key = c ? `${c.model}|${c.prompt}|${c.layer}|${c.head}` : null;
+  const key = c ? headKey(c) : null;
   if (key === ko.key) return;
   ko.key = key;
   ko.ctl?.abort();
