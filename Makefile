@@ -23,15 +23,15 @@ run: venv
 	$(BIN)/python -m app $(ARGS)
 
 test: venv chromium
-	$(BIN)/ruff check model app tests bench
+	$(BIN)/ruff check model labs training app tests bench
 	$(BIN)/python -m pytest -q $(ARGS)
 
 lint: venv
-	$(BIN)/ruff check model app tests bench
-	$(BIN)/ruff format --check model app tests bench
+	$(BIN)/ruff check model labs training app tests bench
+	$(BIN)/ruff format --check model labs training app tests bench
 
 bench: venv
 	$(BIN)/python -m bench $(ARGS)
 
 train: venv
-	$(BIN)/python -m model.train $(ARGS)
+	$(BIN)/python -m training.train $(ARGS)

@@ -182,11 +182,11 @@ class TraceResponse(Strict):
 
 class HeadScores(Strict):
     previous_token: float | None = Field(
-        description="Mean attention from token i to i-1 (model/heads.py); null for 1 token."
+        description="Mean attention from token i to i-1 (labs/roles/probes.py); null for 1 token."
     )
     first_token: float | None = Field(
         description="Mean attention from tokens 1..n-1 to token 0, where 'sink' heads rest "
-        "(model/head_roles.py); null for 1 token."
+        "(labs/roles/atlas.py); null for 1 token."
     )
     self: float = Field(description="Mean attention of a token to itself.")
     entropy: float = Field(description="Mean entropy of a row in bits: 0 = sharp, log2(n) = uniform.")
@@ -223,7 +223,7 @@ class AblationResponse(Strict):
     next_token: Compared | None = Field(
         description="The prompt's actual next token, when index is not the last."
     )
-    kl: float = Field(description="KL(intact || ablated) in nats (as model/head_ablation.py).")
+    kl: float = Field(description="KL(intact || ablated) in nats (as labs/roles/knockout.py).")
 
 
 class ErrorResponse(BaseModel):

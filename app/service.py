@@ -24,12 +24,10 @@ import numpy as np
 import torch
 from pydantic import BaseModel
 
-from model import LanguageModel, load
-from model.anatomy import anatomy_report
-from model.census import param_census
-from model.cost import cost_report, timing_report
-from model.head_ablation import effect_from_logits, next_token_sentence, repeat_knockout, repeat_sentence
-from model.head_roles import (
+from labs.anatomy import anatomy_report
+from labs.census import param_census
+from labs.cost import cost_report, timing_report
+from labs.roles.atlas import (
     LOCAL_WINDOW,
     ROLE_BY_KEY,
     ROLES,
@@ -38,7 +36,9 @@ from model.head_roles import (
     probe_attention,
     prompt_scores,
 )
-from model.heads import previous_token_scores
+from labs.roles.knockout import effect_from_logits, next_token_sentence, repeat_knockout, repeat_sentence
+from labs.roles.probes import previous_token_scores
+from model import LanguageModel, load
 
 from .exclusive import exclusive
 from .schemas import AblationRequest, HeadRequest, TraceRequest
@@ -349,7 +349,7 @@ class ModelService:
 
         return self.cached("ablation", lm, req, compute)
 
-    # ---- head atlas: roles scored once per model, and knockouts (model/head_roles, head_ablation) ----
+    # ---- head atlas: roles scored once per model, and knockouts (labs/roles/atlas.py, head_ablation) ----
 
     def head_roles(self, model: str | None) -> bytes:
         lm = self.lm(model)
@@ -440,7 +440,7 @@ class ModelService:
 
         return self.cached("head_ablation", lm, req, compute)
 
-    # ---- cost lab and anatomy (model/cost.py, model/anatomy.py) ----
+    # ---- cost lab and anatomy (labs/cost.py, labs/anatomy.py) ----
 
     def cost(self, req: CostRequest) -> bytes:
         lm = self.lm(req.model)
@@ -476,7 +476,7 @@ def token_probs(lm: LanguageModel, ids: list[int], probs: list[float]) -> list[d
 
 def head_scores(p: torch.Tensor) -> dict:
     """Summary numbers of one (n, n) pattern; previous-token and first-token use the shared definitions
-    in model/heads and model/head_roles (first-token skips query 0, which can only see itself)."""
+    in labs/roles/probes.py and labs/roles/atlas.py (first-token skips query 0, which can only see itself)."""
     n = p.shape[0]
     entropy = -torch.special.xlogy(p, p).sum(-1).mean() / math.log(2)
     prev = round(previous_token_scores(p[None, None])[0, 0].item(), 5) if n > 1 else None
@@ -494,7 +494,7 @@ def compare_distributions(
     """Top-k of both next-token distributions, their union side by side, and KL(intact || ablated) in nats."""
     lp, lq = torch.log_softmax(intact.float(), -1), torch.log_softmax(knocked.float(), -1)
     p, q = lp.exp(), lq.exp()
-    kl = (p * (lp - lq)).sum().item()  # nats, like model/head_ablation.py
+    kl = (p * (lp - lq)).sum().item()  # nats, like labs/roles/knockout.py
     k = min(k, p.shape[-1])
     top_p, top_q = p.topk(k).indices.tolist(), q.topk(k).indices.tolist()
     union = top_p + [i for i in top_q if i not in top_p]

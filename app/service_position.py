@@ -1,4 +1,4 @@
-"""The position lab's part of the model service: validate, run `model/position.py`, answer JSON bytes.
+"""The position lab's part of the model service: validate, run `labs/position.py`, answer JSON bytes.
 
 Kept beside `service.py` (same pattern: check with the service's `lm()/ids()/heads()`, compute under
 `slot()`, return `cached(...)`) so the lab's conversions do not crowd the core service.
@@ -12,8 +12,7 @@ from collections import Counter
 import numpy as np
 import torch
 
-from model import LanguageModel
-from model.position import (
+from labs.position import (
     CAUSAL_NOTE,
     LEARNED_NOTE,
     compare_orders,
@@ -28,6 +27,7 @@ from model.position import (
     rope_clock,
     rope_offset_scores,
 )
+from model import LanguageModel
 
 from .schemas_position import (
     MAX_CLOCK_POSITIONS,

@@ -32,8 +32,8 @@ def standin() -> str:
     """A random model of the classroom model's shape with a 1024-token context and a BPE tokenizer of
     its vocabulary size trained on the Brown corpus: for lengths beyond the bundled model's context."""
     if not (STANDIN / "model.safetensors").exists():
-        from model.corpus import brown_documents
-        from model.train import train_tokenizer
+        from training.corpus import brown_documents
+        from training.train import train_tokenizer
 
         tok = train_tokenizer(brown_documents(), CLASSROOM_SHAPE["vocab_size"])
         shape = {**CLASSROOM_SHAPE, "vocab_size": tok.hf.get_vocab_size()}
@@ -42,7 +42,7 @@ def standin() -> str:
 
 
 def english_words() -> list[str]:
-    from model.corpus import brown_documents
+    from training.corpus import brown_documents
 
     return " ".join(brown_documents()[:40]).split()
 

@@ -1,7 +1,7 @@
 """The Hugging Face reference on our weights: the tool people compare us with.
 
 Builds `LlamaForCausalLM` / `GPT2LMHeadModel` from our config and copies our weights in, the inverse of
-`model/hf_convert.py`, with eager attention (SDPA-backed models silently return no attentions).
+`model/hf_names.py`, with eager attention (SDPA-backed models silently return no attentions).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Attention Atlas's model core: our own hookable transformer, its trace, tokenizers and loaders."""
 
 from .config import ModelConfig
-from .hooks import HookPoint, Run
+from .hooks import HookPoint, Run, act_name
 from .lm import LanguageModel
 from .loading import ModelLoadError, load, save
 from .tokenizer import Tokenizer
@@ -10,5 +10,5 @@ from .transformer import Transformer
 
 __all__ = [
     "HookPoint", "LanguageModel", "ModelConfig", "ModelLoadError", "Run", "Tokenizer", "Trace",
-    "Transformer", "load", "save",
+    "Transformer", "act_name", "load", "save",
 ]  # fmt: skip

@@ -49,6 +49,39 @@ class HookPoint(nn.Module):
         return x
 
 
+# Short names, as TransformerLens's `get_act_name` takes them, and where each hook lives in a block.
+_BLOCK_HOOKS = {
+    "resid_pre": "hook_resid_pre", "resid_mid": "hook_resid_mid", "resid_post": "hook_resid_post",
+    "attn_out": "hook_attn_out", "mlp_out": "hook_mlp_out",
+    "q": "attn.hook_q", "k": "attn.hook_k", "v": "attn.hook_v", "z": "attn.hook_z",
+    "rot_q": "attn.hook_rot_q", "rot_k": "attn.hook_rot_k",
+    "attn_scores": "attn.hook_attn_scores", "scores": "attn.hook_attn_scores",
+    "pattern": "attn.hook_pattern", "attn": "attn.hook_pattern",
+    "pre": "mlp.hook_pre", "post": "mlp.hook_post", "mlp_pre": "mlp.hook_pre", "mlp_post": "mlp.hook_post",
+}  # fmt: skip
+_MODEL_HOOKS = {"embed": "hook_embed", "pos_embed": "hook_pos_embed"}
+
+
+def act_name(name: str, layer: int | None = None) -> str:
+    """The full hook name for a short one, like TransformerLens's `get_act_name`:
+    `act_name("pattern", 0)` is `"blocks.0.attn.hook_pattern"`, `act_name("embed")` is `"hook_embed"`.
+    Every hook name in the repo is built here, so a typo is an error, not an empty cache."""
+    if name in _MODEL_HOOKS and layer is None:
+        return _MODEL_HOOKS[name]
+    if name in _BLOCK_HOOKS and layer is not None:
+        return f"blocks.{layer}.{_BLOCK_HOOKS[name]}"
+    where = (
+        "needs a layer"
+        if name in _BLOCK_HOOKS
+        else "takes no layer"
+        if name in _MODEL_HOOKS
+        else "is unknown"
+    )
+    raise ValueError(
+        f"hook {name!r} {where}; known: {sorted(_MODEL_HOOKS)} and, with a layer, {sorted(_BLOCK_HOOKS)}"
+    )
+
+
 def name_hook_points(model: nn.Module) -> list[str]:
     names = []
     for name, module in model.named_modules():

@@ -55,12 +55,64 @@ class LanguageModel:
         run = self.make_run(position, causal, ablate, ablate_mode, rope_scale)
         return run_trace(self.net, ids, self.tokenizer.displays(ids), run, lens_k, keep_resid)
 
+    def batch_of(self, tokens: str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor) -> torch.Tensor:
+        """Text, one list of ids, or a batch of equal-length id lists -> (B, T) ids on the model's device."""
+        if isinstance(tokens, torch.Tensor):
+            rows = tokens.tolist() if tokens.dim() == 2 else [tokens.tolist()]
+        elif isinstance(tokens, str) or not tokens or not isinstance(tokens[0], Sequence):
+            rows = [tokens]
+        else:
+            rows = list(tokens)
+        rows = [self.ids_of(r) for r in rows]
+        if len({len(r) for r in rows}) > 1:
+            raise ValueError("every row of a batch must have the same number of tokens")
+        return torch.tensor(rows, dtype=torch.long, device=self.device)
+
+    @torch.inference_mode()
+    def run_with_cache(
+        self,
+        tokens: str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor,
+        names: Collection[str] | None = None,
+        *,
+        logits: bool = True,
+        **switches,
+    ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
+        """One forward pass that keeps the named hooks, as TransformerLens's `run_with_cache` does:
+        returns (logits (B, T, V) or None, {hook name: tensor with the batch dimension first}).
+
+        `names` are full hook names (build them with `model.act_name`); None keeps every hook.
+        `logits=False` stops before the unembedding: the cheap way to read attention on a big vocabulary.
+        `switches` are `make_run`'s: position, causal, ablate, ablate_mode, rope_scale."""
+        idx = self.batch_of(tokens)
+        run = self.make_run(**switches)
+        wanted = set(self.net.hook_names if names is None else names)
+        unknown = wanted - set(self.net.hook_names)
+        if unknown:
+            raise ValueError(f"no hook named {sorted(unknown)[:3]}; see model.act_name")
+        run.capture = wanted
+        if logits:
+            return self.net(idx, run), run.cache
+        self.net.residual_stream(idx, run)
+        return None, run.cache
+
     @torch.inference_mode()
     def logits(self, text_or_ids: str | Sequence[int], **switches) -> torch.Tensor:
         """(n, V) logits without capturing anything: the fast path for batch scoring."""
         ids = self.ids_of(text_or_ids)
         idx = torch.tensor([ids], device=self.device)
         return self.net(idx, self.make_run(**switches))[0].float()
+
+    def check_heads(self, heads: Collection[tuple[int, int]]) -> list[tuple[int, int]]:
+        """(layer, head) pairs, checked against this model and sorted without repeats. The one place
+        a head index is checked: its message is what the API and the pages show."""
+        cfg = self.config
+        for layer, head in heads:
+            if not (0 <= layer < cfg.n_layer and 0 <= head < cfg.n_head):
+                raise ValueError(
+                    f"There is no head [{layer}, {head}]: model {self.name!r} has layers 0-{cfg.n_layer - 1} "
+                    f"and heads 0-{cfg.n_head - 1}."
+                )
+        return sorted({(int(layer), int(head)) for layer, head in heads})
 
     def make_run(
         self,
@@ -70,10 +122,7 @@ class LanguageModel:
         ablate_mode: str = "zero",
         rope_scale: float | None = None,
     ) -> Run:
-        cfg = self.config
-        for layer, head in ablate:
-            if not (0 <= layer < cfg.n_layer and 0 <= head < cfg.n_head):
-                raise ValueError(f"no head L{layer}H{head} in a {cfg.n_layer}x{cfg.n_head} model")
+        ablate = self.check_heads(ablate)
         if ablate_mode not in ("zero", "mean"):
             raise ValueError("ablate_mode must be 'zero' or 'mean'")
         return Run(position=position, causal=causal, ablate=tuple(ablate), ablate_mode=ablate_mode,

@@ -10,7 +10,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from .config import ModelConfig
-from .hf_convert import SUPPORTED, UnsupportedModel, config_from_hf, state_dict_from_hf
+from .hf_names import SUPPORTED, UnsupportedModel, config_from_hf, state_dict_from_hf
 from .lm import LanguageModel
 from .tokenizer import Tokenizer
 from .transformer import Transformer
@@ -32,7 +32,7 @@ def load(name_or_path: str | Path, device: str = "cpu", dtype: torch.dtype = tor
     folder = bundled_path(str(name_or_path)) if str(name_or_path) in BUNDLED else Path(name_or_path)
     if str(name_or_path) in BUNDLED and not (folder / "model.safetensors").exists():
         raise ModelLoadError(
-            f"the bundled model {name_or_path!r} is not in {folder}; train it with `python -m model.train`"
+            f"the bundled model {name_or_path!r} is not in {folder}; train it with `python -m training.train`"
         )
     if not folder.is_dir():
         raise ModelLoadError(

@@ -17,8 +17,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from model import save
-
-from .conftest import make_tokenizer, tiny_model
+from tests.tiny import make_tokenizer, tiny_model
 
 
 def save_tiny(folder: Path, arch: str = "llama", seed: int = 0, card: str | None = "# tiny\n", **kw) -> Path:

@@ -1,0 +1,60 @@
+"""The API on the bundled classroom model, as `make run` serves it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from app.service import decode_attention
+from labs.census import param_census
+from model import load
+from tests.api_helpers import client_for
+
+PROMPT = "Once upon a time there was a little girl called Lily. Lily"
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return load("classroom")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with client_for("classroom") as c:  # the CLI default
+        yield c
+
+
+def test_bundled_model_is_described_and_counted(client, lm):
+    body = client.get("/api/models").json()
+    assert body["default"] == "classroom" and len(body["models"]) == 1
+    info = body["models"][0]
+    assert info["params"] == param_census(lm.config)
+    assert info["params"]["total"] == sum(p.numel() for p in lm.net.parameters())
+    assert info["has_card"] and body["limits"]["max_tokens"] == lm.config.context_length
+
+
+def test_bundled_trace_matches_the_model(client, lm):
+    r = client.post("/api/trace", json={"prompt": PROMPT, "top_k": 5})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    ref = lm.trace(PROMPT)
+    assert body["tokens"] == ref.tokens and body["attention"]["format"] == "u8-tril"
+    assert (decode_attention(body["attention"]) - ref.attention).abs().max().item() <= 0.5 / 255 + 1e-6
+    top = torch.softmax(ref.logits[-1], -1).topk(5).indices.tolist()
+    assert [t["id"] for t in body["predictions"][-1]["top"]] == top
+
+
+def test_bundled_context_length_is_the_token_limit(client, lm):
+    n = lm.config.context_length
+    ids = lm.encode("The cat sat on the mat. " * n)
+    fits = lm.tokenizer.decode(ids[:n])
+    while len(lm.encode(fits)) > n:  # decoding and re-encoding may merge differently
+        fits = fits[:-1]
+    assert client.post("/api/trace", json={"prompt": fits, "top_k": 1}).status_code == 200
+    r = client.post("/api/trace", json={"prompt": fits + " The cat sat on the mat.", "top_k": 1})
+    assert r.status_code == 422 and f"reads at most {n} tokens" in r.json()["detail"]
+
+
+def test_bundled_index_page_names_the_model(client):
+    r = client.get("/")
+    assert r.status_code == 200 and "classroom" in r.text

@@ -1,0 +1,82 @@
+"""The teaching switches: position off, causal off, head ablation, all per call."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model import LanguageModel, Run
+from tests.tiny import tiny_model
+
+
+def permuted_outputs(lm: LanguageModel, ids: list[int], perm: list[int], **switches):
+    """Logits of the original and of the permuted input re-ordered back to the original order."""
+    a = lm.logits(ids, **switches)
+    b = lm.logits([ids[p] for p in perm], **switches)
+    inverse = torch.argsort(torch.tensor(perm))
+    return a, b[inverse]
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_switches_permutation_equivariance(tokenizer, arch):
+    net = tiny_model(arch)
+    with torch.no_grad():  # sharper attention than the 0.02-std init, so order effects are large
+        for block in net.blocks:
+            block.attn.q_proj.weight.mul_(8)
+            block.attn.k_proj.weight.mul_(8)
+    lm = LanguageModel(net, tokenizer, name="tiny")
+    ids = torch.randint(0, 300, (12,), generator=torch.Generator().manual_seed(3)).tolist()
+    perm = torch.randperm(12, generator=torch.Generator().manual_seed(4)).tolist()
+    a, b = permuted_outputs(lm, ids, perm, position=False, causal=False)
+    assert (a - b).abs().max().item() <= 1e-5  # no position, no mask: outputs permute with the input
+    a, b = permuted_outputs(lm, ids, perm, position=True, causal=False)
+    assert (a - b).abs().max().item() > 1e-2  # RoPE / learned positions break equivariance
+    a, b = permuted_outputs(lm, ids, perm, position=False, causal=True)
+    assert (a - b).abs().max().item() > 1e-2  # the causal mask itself carries order
+
+
+def test_switches_ablation_zeroes_exactly_one_head(tiny_lm):
+    ids = list(range(5, 20))
+    names = {"blocks.1.attn.hook_z", "blocks.1.hook_attn_out", "blocks.0.hook_resid_post"}
+    intact, ablated = Run(capture=names), Run(capture=names, ablate=[(1, 2)])
+    idx = torch.tensor([ids])
+    with torch.no_grad():
+        tiny_lm.net(idx, intact)
+        tiny_lm.net(idx, ablated)
+    # Earlier layers are untouched; in layer 1 only head 2's contribution is gone.
+    torch.testing.assert_close(
+        intact.cache["blocks.0.hook_resid_post"], ablated.cache["blocks.0.hook_resid_post"]
+    )
+    z = intact.cache["blocks.1.attn.hook_z"]  # (B, T, H, d); hook_z is captured before ablation
+    o = tiny_lm.net.blocks[1].attn.o_proj
+    d = tiny_lm.config.hd
+    head2 = z[..., 2, :] @ o.weight[:, 2 * d : 3 * d].T
+    expected = intact.cache["blocks.1.hook_attn_out"] - head2
+    torch.testing.assert_close(ablated.cache["blocks.1.hook_attn_out"], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_switches_mean_ablation_replaces_head_by_its_mean(tiny_lm):
+    ids = list(range(5, 20))
+    base = tiny_lm.logits(ids)
+    zero = tiny_lm.logits(ids, ablate=[(0, 1)])
+    mean = tiny_lm.logits(ids, ablate=[(0, 1)], ablate_mode="mean")
+    assert not torch.allclose(base, zero) and not torch.allclose(zero, mean)
+
+
+def test_switches_rope_scale_changes_only_with_position(tiny_lm):
+    ids = list(range(5, 30))
+    torch.testing.assert_close(tiny_lm.logits(ids), tiny_lm.logits(ids, rope_scale=1.0))
+    assert not torch.allclose(tiny_lm.logits(ids), tiny_lm.logits(ids, rope_scale=4.0))
+    no_pos = tiny_lm.logits(ids, position=False)
+    torch.testing.assert_close(no_pos, tiny_lm.logits(ids, position=False, rope_scale=4.0))
+
+
+def test_switches_reject_bad_heads_and_ids(tiny_lm):
+    with pytest.raises(ValueError, match=r"no head \[5, 0\]"):
+        tiny_lm.trace("The cat", ablate=[(5, 0)])
+    with pytest.raises(ValueError, match="no tokens"):
+        tiny_lm.trace("")
+    with pytest.raises(ValueError, match="out of range"):
+        tiny_lm.trace([1, 2, 99999])
+    with pytest.raises(ValueError, match="context length"):
+        tiny_lm.trace(list(range(65)))
