@@ -13,27 +13,37 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-HookFn = Callable[[torch.Tensor], torch.Tensor]
+# An intervention, called as TransformerLens calls one: fn(activation, hook) with the HookPoint (its
+# `.name` is the hook name); it returns the replacement activation, or None to leave it unchanged.
+HookFn = Callable[[torch.Tensor, "HookPoint"], "torch.Tensor | None"]
 
 
 @dataclass
 class Run:
-    """Per-call switches for the teaching experiments, and what to record."""
+    """Per-call switches for the teaching experiments, the interventions, and what to record."""
 
     position: bool = True  # False removes RoPE rotation / learned positions
     causal: bool = True  # False lets every token see every other (bidirectional)
-    ablate: Collection[tuple[int, int]] = ()  # (layer, head) pairs whose output is knocked out
-    ablate_mode: str = "zero"  # "zero", or "mean" (the head's mean output over positions)
     rope_scale: float | None = None  # overrides the config's position-interpolation scale
+    impl: str = "explicit"  # "explicit" materialises scores and pattern; "sdpa" is fused and shows neither
     capture: Collection[str] | None = None  # hook names to store; None stores nothing
-    fns: dict[str, HookFn] = field(default_factory=dict)  # hook name -> replacement function
+    hooks: dict[str, list[HookFn]] = field(default_factory=dict)  # hook name -> interventions, in order
     cache: dict[str, torch.Tensor] = field(default_factory=dict)
 
-    def ablated_heads(self, layer: int) -> list[int]:
-        return [h for (lay, h) in self.ablate if lay == layer]
+    def __post_init__(self) -> None:
+        if self.impl not in ("explicit", "sdpa"):
+            raise ValueError(f"impl must be 'explicit' or 'sdpa', not {self.impl!r}")
+
+    def add_hook(self, name: str, fn: HookFn) -> Run:
+        self.hooks.setdefault(name, []).append(fn)
+        return self
 
 
 class HookPoint(nn.Module):
+    """Identity, except that a Run's interventions for this name run first and the cache then keeps
+    what flows on: a captured activation is the one the rest of the model saw (as in TransformerLens,
+    where `run_with_cache` inside a hooks context records the hooked values)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.name = ""  # set by `name_hook_points` to the module path
@@ -41,19 +51,39 @@ class HookPoint(nn.Module):
     def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
         if run is None:
             return x
-        fn = run.fns.get(self.name)
-        if fn is not None:
-            x = fn(x)
+        for fn in run.hooks.get(self.name, ()):
+            out = fn(x, self)
+            x = x if out is None else out
         if run.capture is not None and self.name in run.capture:
             run.cache[self.name] = x
         return x
+
+
+ABLATE_MODES = ("zero", "mean")
+
+
+def ablate_heads(heads: Collection[int], mode: str) -> HookFn:
+    """An intervention on `hook_z` (B, T, H, d) that knocks out the given heads of that layer: "zero"
+    sets their output to 0, "mean" replaces it by its mean over positions (so the head still adds its
+    average, position-independent contribution)."""
+    if mode not in ABLATE_MODES:
+        raise ValueError("ablate_mode must be 'zero' or 'mean'")
+    heads = sorted(heads)
+
+    def knock_out(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
+        z = z.clone()  # never write into a tensor another hook may have cached
+        for h in heads:
+            z[:, :, h] = z[:, :, h].mean(dim=1, keepdim=True) if mode == "mean" else 0.0
+        return z
+
+    return knock_out
 
 
 # Short names, as TransformerLens's `get_act_name` takes them, and where each hook lives in a block.
 _BLOCK_HOOKS = {
     "resid_pre": "hook_resid_pre", "resid_mid": "hook_resid_mid", "resid_post": "hook_resid_post",
     "attn_out": "hook_attn_out", "mlp_out": "hook_mlp_out",
-    "q": "attn.hook_q", "k": "attn.hook_k", "v": "attn.hook_v", "z": "attn.hook_z",
+    "q": "attn.hook_q", "k": "attn.hook_k", "v": "attn.hook_v", "z": "attn.hook_z",  # q, k before RoPE
     "rot_q": "attn.hook_rot_q", "rot_k": "attn.hook_rot_k",
     "attn_scores": "attn.hook_attn_scores", "scores": "attn.hook_attn_scores",
     "pattern": "attn.hook_pattern", "attn": "attn.hook_pattern",

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 import torch
 
 from .config import ModelConfig
-from .hooks import Run
+from .hooks import ABLATE_MODES, HookFn, Run, ablate_heads, act_name
 from .tokenizer import Tokenizer
 from .trace import Trace, run_trace
 from .transformer import Transformer
@@ -75,6 +75,7 @@ class LanguageModel:
         names: Collection[str] | None = None,
         *,
         logits: bool = True,
+        fwd_hooks: Sequence[tuple[str, HookFn]] = (),
         **switches,
     ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
         """One forward pass that keeps the named hooks, as TransformerLens's `run_with_cache` does:
@@ -82,18 +83,45 @@ class LanguageModel:
 
         `names` are full hook names (build them with `model.act_name`); None keeps every hook.
         `logits=False` stops before the unembedding: the cheap way to read attention on a big vocabulary.
-        `switches` are `make_run`'s: position, causal, ablate, ablate_mode, rope_scale."""
+        `fwd_hooks` are interventions as in `run_with_hooks`; the cache holds what flowed on after them.
+        `switches` are `make_run`'s: position, causal, ablate, ablate_mode, rope_scale, impl."""
         idx = self.batch_of(tokens)
         run = self.make_run(**switches)
-        wanted = set(self.net.hook_names if names is None else names)
-        unknown = wanted - set(self.net.hook_names)
-        if unknown:
-            raise ValueError(f"no hook named {sorted(unknown)[:3]}; see model.act_name")
-        run.capture = wanted
+        run.capture = self.check_names(self.net.hook_names if names is None else names, run.impl)
+        self._add_hooks(run, fwd_hooks)
         if logits:
             return self.net(idx, run), run.cache
         self.net.residual_stream(idx, run)
         return None, run.cache
+
+    @torch.inference_mode()
+    def run_with_hooks(
+        self,
+        tokens: str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor,
+        fwd_hooks: Sequence[tuple[str, HookFn]] = (),
+        **switches,
+    ) -> torch.Tensor:
+        """Logits (B, T, V) of a forward pass with interventions, as TransformerLens's `run_with_hooks`:
+        each (hook name, fn) calls fn(activation, hook) and uses what it returns (None: unchanged).
+        They apply to this call only; head ablation (`ablate=`) is one such intervention on hook_z."""
+        run = self.make_run(**switches)
+        self._add_hooks(run, fwd_hooks)
+        return self.net(self.batch_of(tokens), run)
+
+    def check_names(self, names: Collection[str], impl: str = "explicit") -> set[str]:
+        """Hook names as a set, or a ValueError naming the ones this model does not have."""
+        wanted = set(names)
+        unknown = wanted - set(self.net.hook_names)
+        if unknown:
+            raise ValueError(f"no hook named {sorted(unknown)[:3]}; see model.act_name")
+        if impl == "sdpa" and any(n.endswith(("hook_attn_scores", "hook_pattern")) for n in wanted):
+            raise ValueError("impl='sdpa' computes no attention pattern; capture it with impl='explicit'")
+        return wanted
+
+    def _add_hooks(self, run: Run, fwd_hooks: Sequence[tuple[str, HookFn]]) -> None:
+        self.check_names([name for name, _ in fwd_hooks])
+        for name, fn in fwd_hooks:
+            run.add_hook(name, fn)
 
     @torch.inference_mode()
     def logits(self, text_or_ids: str | Sequence[int], **switches) -> torch.Tensor:
@@ -121,9 +149,15 @@ class LanguageModel:
         ablate: Collection[tuple[int, int]] = (),
         ablate_mode: str = "zero",
         rope_scale: float | None = None,
+        impl: str = "explicit",
     ) -> Run:
-        ablate = self.check_heads(ablate)
-        if ablate_mode not in ("zero", "mean"):
+        """The per-call Run for these switches; each ablated layer gets one intervention on its hook_z."""
+        if ablate_mode not in ABLATE_MODES:
             raise ValueError("ablate_mode must be 'zero' or 'mean'")
-        return Run(position=position, causal=causal, ablate=tuple(ablate), ablate_mode=ablate_mode,
-                   rope_scale=rope_scale)  # fmt: skip
+        run = Run(position=position, causal=causal, rope_scale=rope_scale, impl=impl)
+        heads = self.check_heads(ablate)
+        for layer in sorted({layer for layer, _ in heads}):
+            run.add_hook(
+                act_name("z", layer), ablate_heads([h for lay, h in heads if lay == layer], ablate_mode)
+            )
+        return run

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .hooks import Run
+from .hooks import Run, act_name
 from .transformer import Transformer
 
 
@@ -36,19 +36,19 @@ def stage_names(n_layer: int) -> list[str]:
     return names
 
 
+TRACED = ("resid_pre", "pattern", "attn_out", "resid_mid", "mlp_out", "resid_post")
+
+
 def capture_names(n_layer: int) -> list[str]:
-    names = []
-    for i in range(n_layer):
-        b = f"blocks.{i}"
-        names += [f"{b}.hook_resid_pre", f"{b}.attn.hook_pattern", f"{b}.hook_attn_out"]
-        names += [f"{b}.hook_resid_mid", f"{b}.hook_mlp_out", f"{b}.hook_resid_post"]
-    return names
+    return [act_name(short, i) for i in range(n_layer) for short in TRACED]
 
 
 @torch.inference_mode()
 def run_trace(
     net: Transformer, ids: list[int], tokens: list[str], run: Run, lens_k: int = 5, keep_resid: bool = False
 ) -> Trace:
+    if run.impl != "explicit":
+        raise ValueError("a trace shows attention patterns, which only impl='explicit' computes")
     L = net.cfg.n_layer
     run.capture = set(capture_names(L))
     device = next(net.parameters()).device
@@ -57,23 +57,26 @@ def run_trace(
     logits = net.unembed(net.ln_final(final, run))[0].float()  # (n, V)
     c = {k: v[0] for k, v in run.cache.items()}  # drop the batch dimension: views, no copies
 
-    def norms(name: str) -> torch.Tensor:
-        return torch.stack([c[f"blocks.{i}.{name}"].float().norm(dim=-1) for i in range(L)])
+    def per_layer(short: str) -> list[torch.Tensor]:
+        return [c[act_name(short, i)] for i in range(L)]
 
-    stages = [c["blocks.0.hook_resid_pre"]]
-    for i in range(L):
-        stages += [c[f"blocks.{i}.hook_resid_mid"], c[f"blocks.{i}.hook_resid_post"]]
-    posts = [c[f"blocks.{i}.hook_resid_post"] for i in range(L)]
+    def norms(short: str) -> torch.Tensor:
+        return torch.stack([x.float().norm(dim=-1) for x in per_layer(short)])
+
+    posts = per_layer("resid_post")
+    stages = [c[act_name("resid_pre", 0)]]
+    for mid, post in zip(per_layer("resid_mid"), posts, strict=True):
+        stages += [mid, post]
     # The last layer's lens is the model's own prediction: reuse the logits instead of recomputing.
     lens = [top_k(net.unembed(net.ln_final(x, None)), lens_k) for x in posts[:-1]] + [top_k(logits, lens_k)]
     return Trace(
         token_ids=list(ids),
         tokens=tokens,
-        attention=torch.stack([c[f"blocks.{i}.attn.hook_pattern"] for i in range(L)]).float().cpu(),
+        attention=torch.stack(per_layer("pattern")).float().cpu(),
         resid_norms=torch.stack([s.float().norm(dim=-1) for s in stages]).cpu(),
         stage_names=stage_names(L),
-        attn_write_norms=norms("hook_attn_out").cpu(),
-        mlp_write_norms=norms("hook_mlp_out").cpu(),
+        attn_write_norms=norms("attn_out").cpu(),
+        mlp_write_norms=norms("mlp_out").cpu(),
         logits=logits.cpu(),
         lens_ids=torch.stack([i for i, _ in lens]).cpu(),
         lens_probs=torch.stack([p for _, p in lens]).cpu(),

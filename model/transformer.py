@@ -6,7 +6,9 @@
 - GPT-2-style: token + learned absolute position embeddings, pre-norm LayerNorm, biases everywhere,
   GELU (tanh) MLP, final LayerNorm, tied unembedding.
 
-Attention is computed explicitly (scores, mask, softmax in float32) so the matrix exists to be seen.
+Attention is computed explicitly (scores, mask, softmax in float32) so the matrix exists to be seen;
+`Run(impl="sdpa")` takes the fused `F.scaled_dot_product_attention` instead where nobody looks
+(training), and a test keeps the two equal. Hook points carry TransformerLens's names and meanings.
 
 Notation: B batch, T tokens, H query heads, K key/value heads, D d_model, d head_dim, V vocab.
 """
@@ -94,27 +96,28 @@ class Attention(nn.Module):
                 "inv_freq", rope_inv_freq(d, cfg.rope_base, cfg.rope_llama3).float(), persistent=False
             )
             self._rope_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.hook_q = HookPoint()  # (B, T, H, d), after RoPE
-        self.hook_k = HookPoint()  # (B, T, K, d), after RoPE
+        self.hook_q = HookPoint()  # (B, T, H, d), before RoPE
+        self.hook_k = HookPoint()  # (B, T, K, d), before RoPE
         self.hook_v = HookPoint()  # (B, T, K, d)
+        self.hook_rot_q = HookPoint()  # (B, T, H, d), after RoPE (= hook_q without positions)
+        self.hook_rot_k = HookPoint()  # (B, T, K, d), after RoPE
         self.hook_attn_scores = HookPoint()  # (B, H, T, T), scaled and masked, before softmax
         self.hook_pattern = HookPoint()  # (B, H, T, T), softmax probabilities
-        self.hook_z = HookPoint()  # (B, T, H, d), each head's weighted sum of values
+        self.hook_z = HookPoint()  # (B, T, H, d), each head's weighted sum of values; ablation hooks here
 
     def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
         cfg = self.cfg
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, cfg.n_head, cfg.hd)
-        k = self.k_proj(x).view(B, T, cfg.n_kv_head, cfg.hd)
-        v = self.v_proj(x).view(B, T, cfg.n_kv_head, cfg.hd)
+        q = self.hook_q(self.q_proj(x).view(B, T, cfg.n_head, cfg.hd), run)
+        k = self.hook_k(self.k_proj(x).view(B, T, cfg.n_kv_head, cfg.hd), run)
+        v = self.hook_v(self.v_proj(x).view(B, T, cfg.n_kv_head, cfg.hd), run)
         if cfg.arch == "llama" and (run is None or run.position):
             scale = run.rope_scale if run is not None and run.rope_scale else cfg.rope_scale
             cos, sin = self.rope_table(T, scale, x.device)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        q, k, v = self.hook_q(q, run), self.hook_k(k, run), self.hook_v(v, run)
-        z = self.hook_z(self.attend(q, k, v, run), run)  # (B, T, H, d)
-        if run is not None and run.ablate:
-            z = ablate_heads(z, run.ablated_heads(self.layer), run.ablate_mode)
+        q, k = self.hook_rot_q(q, run), self.hook_rot_k(k, run)
+        fused = run is not None and run.impl == "sdpa"
+        z = self.hook_z(self.attend_sdpa(q, k, v, run) if fused else self.attend(q, k, v, run), run)
         return self.o_proj(z.reshape(B, T, cfg.n_head * cfg.hd))
 
     def rope_table(self, T: int, scale: float, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -132,6 +135,7 @@ class Attention(nn.Module):
         return table
 
     def attend(self, q, k, v, run: Run | None) -> torch.Tensor:
+        """The explicit path: the scores and the pattern exist, in float32, to be captured and shown."""
         T = q.shape[1]
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, d)
         # GQA: query head h reads K/V head h // n_rep.
@@ -145,14 +149,12 @@ class Attention(nn.Module):
         pattern = self.hook_pattern(torch.softmax(scores, dim=-1), run)
         return (pattern.to(v.dtype) @ v).transpose(1, 2)  # (B, T, H, d)
 
-
-def ablate_heads(z: torch.Tensor, heads: list[int], mode: str) -> torch.Tensor:
-    if not heads:
-        return z
-    z = z.clone()
-    for h in heads:
-        z[:, :, h] = z[:, :, h].mean(dim=1, keepdim=True) if mode == "mean" else 0.0
-    return z
+    def attend_sdpa(self, q, k, v, run: Run) -> torch.Tensor:
+        """The fused path (training, batch scoring): the same maths, kept equal to `attend` by a test,
+        with no pattern in memory, so hook_attn_scores and hook_pattern do not fire."""
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, d)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=run.causal, enable_gqa=self.cfg.n_rep > 1)
+        return out.transpose(1, 2)  # (B, T, H, d)
 
 
 class MLP(nn.Module):
@@ -164,13 +166,14 @@ class MLP(nn.Module):
             self.gate_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=bias)
         self.up_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=bias)
         self.down_proj = nn.Linear(cfg.d_ff, cfg.d_model, bias=bias)
-        self.hook_post = HookPoint()  # (B, T, d_ff), after the non-linearity
+        self.hook_pre = HookPoint()  # (B, T, d_ff), before the non-linearity (SwiGLU: the gate's input)
+        self.hook_post = HookPoint()  # (B, T, d_ff), after the non-linearity (SwiGLU: times up_proj)
 
     def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
         if self.arch == "llama":
-            h = F.silu(self.gate_proj(x)) * self.up_proj(x)
+            h = F.silu(self.hook_pre(self.gate_proj(x), run)) * self.up_proj(x)
         else:
-            h = F.gelu(self.up_proj(x), approximate="tanh")
+            h = F.gelu(self.hook_pre(self.up_proj(x), run), approximate="tanh")
         return self.down_proj(self.hook_post(h, run))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model import LanguageModel, Run
+from model import LanguageModel, act_name
 from tests.tiny import tiny_model
 
 
@@ -37,22 +37,35 @@ def test_switches_permutation_equivariance(tokenizer, arch):
 
 def test_switches_ablation_zeroes_exactly_one_head(tiny_lm):
     ids = list(range(5, 20))
-    names = {"blocks.1.attn.hook_z", "blocks.1.hook_attn_out", "blocks.0.hook_resid_post"}
-    intact, ablated = Run(capture=names), Run(capture=names, ablate=[(1, 2)])
-    idx = torch.tensor([ids])
-    with torch.no_grad():
-        tiny_lm.net(idx, intact)
-        tiny_lm.net(idx, ablated)
+    names = [act_name("z", 1), act_name("attn_out", 1), act_name("resid_post", 0)]
+    _, intact = tiny_lm.run_with_cache(ids, names)
+    _, ablated = tiny_lm.run_with_cache(ids, names, ablate=[(1, 2)])
     # Earlier layers are untouched; in layer 1 only head 2's contribution is gone.
-    torch.testing.assert_close(
-        intact.cache["blocks.0.hook_resid_post"], ablated.cache["blocks.0.hook_resid_post"]
-    )
-    z = intact.cache["blocks.1.attn.hook_z"]  # (B, T, H, d); hook_z is captured before ablation
-    o = tiny_lm.net.blocks[1].attn.o_proj
-    d = tiny_lm.config.hd
-    head2 = z[..., 2, :] @ o.weight[:, 2 * d : 3 * d].T
-    expected = intact.cache["blocks.1.hook_attn_out"] - head2
-    torch.testing.assert_close(ablated.cache["blocks.1.hook_attn_out"], expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(intact[act_name("resid_post", 0)], ablated[act_name("resid_post", 0)])
+    z = intact[act_name("z", 1)]  # (B, T, H, d)
+    w_o, d = tiny_lm.net.blocks[1].attn.o_proj.weight.detach(), tiny_lm.config.hd
+    head2 = z[..., 2, :] @ w_o[:, 2 * d : 3 * d].T
+    expected = intact[act_name("attn_out", 1)] - head2
+    torch.testing.assert_close(ablated[act_name("attn_out", 1)], expected, atol=1e-5, rtol=1e-5)
+    # Ablation is an intervention on hook_z, so the cache holds what flowed on: head 2 zeroed, the rest kept.
+    zeroed = z.clone()
+    zeroed[..., 2, :] = 0
+    torch.testing.assert_close(ablated[act_name("z", 1)], zeroed)
+
+
+def test_switches_ablation_is_a_hook_z_intervention(tiny_lm):
+    ids = list(range(5, 20))
+
+    def knock_out_head_2(z, hook):
+        assert hook.name == act_name("z", 1)
+        z = z.clone()
+        z[:, :, 2] = 0
+        return z
+
+    by_hand = tiny_lm.run_with_hooks(ids, [(act_name("z", 1), knock_out_head_2)])[0]
+    torch.testing.assert_close(by_hand, tiny_lm.logits(ids, ablate=[(1, 2)]))
+    run = tiny_lm.make_run(ablate=[(1, 2), (1, 0), (0, 3)])
+    assert sorted(run.hooks) == [act_name("z", 0), act_name("z", 1)]  # one intervention per layer
 
 
 def test_switches_mean_ablation_replaces_head_by_its_mean(tiny_lm):
@@ -80,3 +93,5 @@ def test_switches_reject_bad_heads_and_ids(tiny_lm):
         tiny_lm.trace([1, 2, 99999])
     with pytest.raises(ValueError, match="context length"):
         tiny_lm.trace(list(range(65)))
+    with pytest.raises(ValueError, match="ablate_mode"):
+        tiny_lm.logits([1, 2], ablate_mode="half")
