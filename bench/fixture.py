@@ -33,7 +33,7 @@ def standin() -> str:
     its vocabulary size trained on the Brown corpus: for lengths beyond the bundled model's context."""
     if not (STANDIN / "model.safetensors").exists():
         from training.corpus import brown_documents
-        from training.train import train_tokenizer
+        from training.data import train_tokenizer
 
         tok = train_tokenizer(brown_documents(), CLASSROOM_SHAPE["vocab_size"])
         shape = {**CLASSROOM_SHAPE, "vocab_size": tok.hf.get_vocab_size()}

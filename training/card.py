@@ -19,8 +19,10 @@ from labs.roles.atlas import head_name
 from labs.roles.probes import PROSE, measure_roles
 from model.hooks import Run
 from model.lm import LanguageModel
+from model.loading import load
 
 from . import corpus
+from .data import NATURAL_WEIGHTS, tokenize_corpus
 from .hint import HINTED_HEAD
 
 PROMPTS = (
@@ -202,7 +204,7 @@ RoPE (base {cfg.rope_base:g}), tied embeddings, vocabulary {cfg.vocab_size} (byt
 |---|---|---|
 {data_rows}
 
-Training rows mix these parts (weights {json.dumps(r_weights())}) with copy data: a share of rows
+Training rows mix these parts (weights {json.dumps(NATURAL_WEIGHTS)}) with copy data: a share of rows
 ({r["copy_start"]:.0%} for the first {r["copy_hold"]:.0%} of the steps, then falling linearly to {r["copy_end"]:.0%})
 is filled with episodes of {r["span_min"]}-{r["span_max"]} tokens repeated inside the row:
 {r["random_span_share"]:.0%} of them uniformly random token ids repeated 2-{r["repeats_max"]} times (loss only on the
@@ -264,19 +266,9 @@ Induction scores (mean attention from each second-copy token to the token after 
     (out / "MODEL_CARD.md").write_text(card)
 
 
-def r_weights() -> dict:
-    from .train import NATURAL_WEIGHTS
-
-    return NATURAL_WEIGHTS
-
-
 def refresh(folder: Path, corpus_dir: Path) -> None:
     """Re-run the final evaluation on a saved checkpoint and rewrite its card (same code, same figures;
     the training record is carried over from the card the training run wrote)."""
-    from model.loading import load
-
-    from .train import tokenize_corpus
-
     lm = load(folder)
     training = read_figures(lm.card)["training"]
     _, _, val_streams = tokenize_corpus(corpus_dir, lm.config.vocab_size)

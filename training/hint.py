@@ -20,34 +20,28 @@ import math
 
 import torch
 
-from model.transformer import Transformer, causal_mask
+from model.config import ModelConfig
+from model.hooks import act_name
+from model.transformer import causal_mask
 
 HINTED_HEAD = (0, 0)  # (layer, head) the training script hints; the model card names it
 
 
 class PreviousTokenHint:
-    def __init__(self, net: Transformer, layer: int = HINTED_HEAD[0], head: int = HINTED_HEAD[1]) -> None:
-        self.head, self.kv_head = head, head // net.cfg.n_rep
-        self.attn = net.blocks[layer].attn
-        self.fast_attend = self.attn.attend  # the training fast path, restored by close()
-        self.attn.attend = self._attend
-        self.last: torch.Tensor | None = None
+    """Reads its head's queries and keys after RoPE from the training forward's cache (capture `names`
+    in the Run), so the forward itself is untouched and gradients flow through the captured tensors."""
 
-    def _attend(self, q, k, v, run):
-        # q (B, T, H, d), k (B, T, K, d), both after RoPE: the head's own scores, in float32.
+    def __init__(self, cfg: ModelConfig, layer: int = HINTED_HEAD[0], head: int = HINTED_HEAD[1]) -> None:
+        self.head, self.kv_head = head, head // cfg.n_rep  # GQA: query head h reads K/V head h // n_rep
+        self.names = (act_name("rot_q", layer), act_name("rot_k", layer))
+
+    def loss(self, cache: dict[str, torch.Tensor]) -> torch.Tensor:
+        """-log attention from token i to token i - 1, averaged over i >= 1, recomputed in float32
+        for this one head from q (B, T, H, d) and k (B, T, K, d)."""
+        q, k = (cache[name] for name in self.names)
         qh, kh = q[:, :, self.head].float(), k[:, :, self.kv_head].float()
-        scores = (qh @ kh.transpose(1, 2)) / math.sqrt(qh.shape[-1])
+        scores = (qh @ kh.transpose(1, 2)) / math.sqrt(qh.shape[-1])  # (B, T, T)
         logp = torch.log_softmax(
             scores.masked_fill(causal_mask(scores.shape[-1], scores.device), float("-inf")), -1
         )
-        # -log attention from token i to token i - 1, averaged over i >= 1.
-        self.last = -logp[:, 1:, :].diagonal(dim1=1, dim2=2).mean()
-        return self.fast_attend(q, k, v, run)
-
-    def loss(self) -> torch.Tensor:
-        assert self.last is not None, "run a forward pass first"
-        out, self.last = self.last, None
-        return out
-
-    def close(self) -> None:
-        self.attn.attend = self.fast_attend
+        return -logp[:, 1:, :].diagonal(dim1=1, dim2=2).mean()

@@ -19,185 +19,27 @@ import argparse
 import json
 import math
 import time
-import types
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tokenizers import Tokenizer as HFTokenizer
-from tokenizers import decoders, models, pre_tokenizers, trainers
 from tqdm import tqdm
 
 from labs.roles.probes import measure_roles
 from model.config import ModelConfig
+from model.hooks import Run
 from model.lm import LanguageModel
 from model.loading import CHECKPOINTS, save
-from model.tokenizer import Tokenizer
-from model.transformer import Attention, Transformer
+from model.transformer import Transformer
 
 from . import corpus
+from .card import evaluate, write_card
+from .data import Batches, load_corpus, tokenize_corpus
 from .hint import PreviousTokenHint
+from .recipe import Recipe
 
-NATURAL_WEIGHTS = {"stories": 0.4, "brown": 0.3, "bible": 0.15, "wordnet": 0.15}
-
-
-@dataclass
-class Recipe:
-    seed: int = 0
-    vocab_size: int = 4096
-    n_layer: int = 4
-    n_head: int = 8
-    n_kv_head: int = 2
-    d_model: int = 256
-    d_ff: int = 704
-    seq: int = 256  # training length = context length
-    batch: int = 16
-    steps: int = 4200
-    lr: float = 3e-3
-    min_lr: float = 1e-4
-    warmup: int = 100
-    weight_decay: float = 0.1
-    copy_start: float = 1.0  # share of rows that are copy data for the first copy_hold of training ...
-    copy_hold: float = 0.5
-    copy_end: float = 0.3  # ... then decaying linearly to this at the last step
-    span_min: int = 8  # copy episodes: spans of span_min..span_max tokens ...
-    span_max: int = 64
-    repeats_max: int = 3  # ... repeated 2..repeats_max times
-    short_steps: int = 1200  # first steps: only short rows of one random span repeated (few distractors)
-    short_seq: int = 128
-    short_batch: int = 32
-    span_vocab: int = 0  # random spans draw from token ids below this (0: the whole vocabulary)
-    packed: bool = False  # many episodes per row; False: one episode per row, real text around it
-    random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
-    hint_steps: int = 1200  # previous-token hint on layer 0 head 0 (training/hint.py) for these steps
-    hint_weight: float = 1.0
-    eval_every: int = 300
-    compile: bool = False  # measured: no faster on this CPU, and 100 s to compile
-
-
-# ---------------------------------------------------------------- tokenizer and token streams
-
-
-def train_tokenizer(docs: list[str], vocab_size: int) -> Tokenizer:
-    hf = HFTokenizer(models.BPE())
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    hf.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)  # fmt: skip
-    hf.train_from_iterator(docs, trainer)
-    return Tokenizer(hf)
-
-
-def token_stream(tok: Tokenizer, docs: list[str]) -> np.ndarray:
-    """All documents of a part, encoded and joined by a blank line, as one int32 array."""
-    sep = tok.encode("\n\n")
-    out: list[int] = []
-    for enc in tok.hf.encode_batch(docs, add_special_tokens=False):
-        out += enc.ids + sep
-    return np.asarray(out, dtype=np.int32)
-
-
-# ---------------------------------------------------------------- batches
-
-
-class Batches:
-    """Rows of `seq` tokens and a loss mask. Copy episodes always sit inside one row, so the
-    second copy is predictable from the first within the context window."""
-
-    def __init__(self, streams: dict[str, np.ndarray], r: Recipe) -> None:
-        self.streams, self.r = streams, r
-        self.parts = list(NATURAL_WEIGHTS)
-        self.weights = np.array([NATURAL_WEIGHTS[p] for p in self.parts])
-        self.rng = np.random.default_rng(r.seed)
-
-    def natural(self, n: int) -> np.ndarray:
-        s = self.streams[self.parts[self.rng.choice(len(self.parts), p=self.weights)]]
-        i = int(self.rng.integers(0, len(s) - n - 1))
-        return s[i : i + n]
-
-    def copy_row(self) -> tuple[np.ndarray, np.ndarray]:
-        T, V = self.r.seq + 1, self.r.vocab_size
-        toks, mask = [], []
-        n = 0
-        if not self.r.packed and self.rng.random() < 0.5:
-            lead = int(self.rng.integers(1, 100))  # some episodes start after real text
-            toks.append(self.natural(lead))
-            mask.append(np.ones(lead, bool))
-            n = lead
-        first_episode = True
-        while n < T:
-            if not self.r.packed and not first_episode:
-                # One episode per row, like the probe: the only distractors are real text.
-                toks.append(self.natural(T - n))
-                mask.append(np.ones(T - n, bool))
-                break
-            first_episode = False
-            L = int(self.rng.integers(self.r.span_min, self.r.span_max + 1))
-            if self.rng.random() < self.r.random_span_share:
-                span = self.rng.permutation(self.r.span_vocab or V)[:L].astype(np.int32)
-                k = int(self.rng.integers(2, self.r.repeats_max + 1))
-                first_mask = np.zeros(L, bool)  # unpredictable: no loss
-                rep_mask = np.ones(L, bool)
-                pieces = [(span, first_mask)] + [(span, rep_mask)] * (k - 1)
-            else:
-                chunk = self.natural(L)
-                ones = np.ones(L, bool)
-                pieces = [(chunk, ones), (chunk, ones)]
-            for t, m in pieces:
-                toks.append(t)
-                mask.append(m)
-                n += len(t)
-        x = np.concatenate(toks)[:T]
-        m = np.concatenate(mask)[:T]
-        return x, m
-
-    def short(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Rows of short_seq tokens: one random span repeated to fill the row; loss on the repeats."""
-        T, V = self.r.short_seq + 1, self.r.vocab_size
-        xs, ms = [], []
-        for _ in range(self.r.short_batch):
-            L = int(self.rng.integers(4, T // 2 + 1))
-            span = self.rng.permutation(self.r.span_vocab or V)[:L]
-            reps = -(-T // L)
-            xs.append(np.tile(span, reps)[:T])
-            ms.append(np.arange(T) >= L)
-        x = torch.from_numpy(np.stack(xs).astype(np.int64))
-        m = torch.from_numpy(np.stack(ms))
-        return x[:, :-1], x[:, 1:], m[:, 1:]
-
-    def get(self, copy_frac: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        T = self.r.seq + 1
-        xs, ms = [], []
-        for _ in range(self.r.batch):
-            if self.rng.random() < copy_frac:
-                x, m = self.copy_row()
-            else:
-                x, m = self.natural(T), np.ones(T, bool)
-            xs.append(x)
-            ms.append(m)
-        x = torch.from_numpy(np.stack(xs).astype(np.int64))
-        m = torch.from_numpy(np.stack(ms))
-        return x[:, :-1], x[:, 1:], m[:, 1:]  # mask follows the target token
-
-
-# ---------------------------------------------------------------- training fast path
-
-
-def sdpa_attend(self: Attention, q, k, v, run):
-    """Training-only fast path: same maths as Attention.attend (the SDPA-equality test checks it),
-    without materialising the pattern. Any call with a Run (capture, switches) takes the explicit path."""
-    if run is not None:
-        return Attention.attend(self, q, k, v, run)
-    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    return out.transpose(1, 2)
-
-
-def use_fast_attention(net: Transformer) -> None:
-    for block in net.blocks:
-        block.attn.attend = types.MethodType(sdpa_attend, block.attn)
+__all__ = ["Recipe", "main", "train"]
 
 
 def copy_share(step: int, r: Recipe) -> float:
@@ -232,34 +74,9 @@ def val_losses(
         x = torch.from_numpy(s[: n * seq + 1].astype(np.int64))
         idx, tgt = x[:-1].view(n, seq), x[1:].view(n, seq)
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            logits = net(idx)
+            logits = net(idx, Run(impl="sdpa"))
         out[part] = round(F.cross_entropy(logits.float().flatten(0, 1), tgt.flatten()).item(), 4)
     return out
-
-
-def tokenize_corpus(corpus_dir: Path, vocab_size: int):
-    """Tokenizer and token streams, cached next to the corpus (both are deterministic)."""
-    cache = corpus_dir / f"tokens-{vocab_size}"
-    if (cache / "tokenizer.json").exists():
-        tok = Tokenizer.from_file(cache / "tokenizer.json")
-        data = np.load(cache / "streams.npz")
-        streams = {p: data[f"train_{p}"] for p in corpus.PARTS}
-        return tok, streams, {p: data[f"val_{p}"] for p in corpus.PARTS}
-    train_docs = {p: corpus.read_part(corpus_dir, p, "train") for p in corpus.PARTS}
-    val_docs = {p: corpus.read_part(corpus_dir, p, "val") for p in corpus.PARTS}
-    tok = train_tokenizer([d for p in corpus.PARTS for d in train_docs[p]], vocab_size)
-    streams = {p: token_stream(tok, train_docs[p]) for p in corpus.PARTS}
-    val_streams = {p: token_stream(tok, val_docs[p]) for p in corpus.PARTS}
-    cache.mkdir(parents=True, exist_ok=True)
-    tok.hf.save(str(cache / "tokenizer.json"))
-    np.savez(cache / "streams.npz", **{f"train_{p}": s for p, s in streams.items()},
-             **{f"val_{p}": s for p, s in val_streams.items()})  # fmt: skip
-    return tok, streams, val_streams
-
-
-def load_corpus(folder: Path, seed: int) -> None:
-    if not (folder / "manifest.json").exists():
-        corpus.build(folder, seed)
 
 
 def main() -> None:
@@ -283,8 +100,6 @@ def main() -> None:
 
 
 def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
-    from .card import evaluate, write_card
-
     t_start = time.time()
     torch.manual_seed(r.seed)
     corpus_cached = (corpus_dir / f"tokens-{r.vocab_size}" / "tokenizer.json").exists()
@@ -298,7 +113,6 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
                       tie_embeddings=True, name="classroom")  # fmt: skip
     net = Transformer(cfg)
     net.init_weights(r.seed)
-    use_fast_attention(net)
     decay = [p for p in net.parameters() if p.dim() >= 2]
     no_decay = [p for p in net.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": r.weight_decay},
@@ -309,20 +123,20 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     history = []
     tokens_seen = 0
     t_train = time.time()
-    hint = PreviousTokenHint(net) if r.hint_steps > 0 else None
+    hint = PreviousTokenHint(net.cfg)
     bar = tqdm(range(r.steps), desc="train", mininterval=5)
     for step in bar:
-        if hint is not None and step == r.hint_steps:
-            hint.close()
-            hint = None
+        hinted = step < r.hint_steps
         frac = copy_share(step, r)
         x, y, m = batches.short() if step < r.short_steps else batches.get(frac)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, r)
+        # Fused attention: training never looks at the pattern; the hint reads q and k from the cache.
+        run = Run(impl="sdpa", capture=hint.names if hinted else None)
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            logits = fwd(x)
+            logits = fwd(x, run)
         loss = masked_loss(logits, y, m)
-        total = loss + r.hint_weight * hint.loss() if hint is not None else loss
+        total = loss + r.hint_weight * hint.loss(run.cache) if hinted else loss
         opt.zero_grad(set_to_none=True)
         total.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
@@ -342,7 +156,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
             tqdm.write(json.dumps(rec))
     train_seconds = time.time() - t_train
     net.eval()
-    lm = LanguageModel(_fresh_copy(net), tok, name="classroom")  # shipped weights run the explicit path
+    lm = LanguageModel(net, tok, name="classroom")  # evaluated on the explicit path, as the app runs it
     figures = evaluate(lm, val_streams)
     figures["training"] = {"recipe": vars(r), "tokens_seen": tokens_seen, "train_minutes": round(train_seconds / 60, 1),
                            "tokens_per_second": round(tokens_seen / train_seconds),
@@ -352,12 +166,6 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     save(lm.net, tok, out, card=None)
     write_card(out, lm, figures)
     print(f"saved {out} in {(time.time() - t_start) / 60:.1f} min")
-
-
-def _fresh_copy(net: Transformer) -> Transformer:
-    clean = Transformer(net.cfg)
-    clean.load_state_dict(net.state_dict())
-    return clean.eval()
 
 
 if __name__ == "__main__":

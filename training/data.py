@@ -1,0 +1,151 @@
+"""What the model reads: the corpus mixture, the tokenizer trained on it, and the training batches.
+
+`card.py` (which states the mixture and re-reads the held-out streams) and `train.py` both import
+from here, so neither needs the other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, pre_tokenizers, trainers
+
+from model.tokenizer import Tokenizer
+
+from . import corpus
+from .recipe import Recipe
+
+NATURAL_WEIGHTS = {"stories": 0.4, "brown": 0.3, "bible": 0.15, "wordnet": 0.15}
+
+
+# ---------------------------------------------------------------- tokenizer and token streams
+
+
+def train_tokenizer(docs: list[str], vocab_size: int) -> Tokenizer:
+    hf = HFTokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)  # fmt: skip
+    hf.train_from_iterator(docs, trainer)
+    return Tokenizer(hf)
+
+
+def token_stream(tok: Tokenizer, docs: list[str]) -> np.ndarray:
+    """All documents of a part, encoded and joined by a blank line, as one int32 array."""
+    sep = tok.encode("\n\n")
+    out: list[int] = []
+    for enc in tok.hf.encode_batch(docs, add_special_tokens=False):
+        out += enc.ids + sep
+    return np.asarray(out, dtype=np.int32)
+
+
+def tokenize_corpus(corpus_dir: Path, vocab_size: int):
+    """Tokenizer and token streams, cached next to the corpus (both are deterministic)."""
+    cache = corpus_dir / f"tokens-{vocab_size}"
+    if (cache / "tokenizer.json").exists():
+        tok = Tokenizer.from_file(cache / "tokenizer.json")
+        data = np.load(cache / "streams.npz")
+        streams = {p: data[f"train_{p}"] for p in corpus.PARTS}
+        return tok, streams, {p: data[f"val_{p}"] for p in corpus.PARTS}
+    train_docs = {p: corpus.read_part(corpus_dir, p, "train") for p in corpus.PARTS}
+    val_docs = {p: corpus.read_part(corpus_dir, p, "val") for p in corpus.PARTS}
+    tok = train_tokenizer([d for p in corpus.PARTS for d in train_docs[p]], vocab_size)
+    streams = {p: token_stream(tok, train_docs[p]) for p in corpus.PARTS}
+    val_streams = {p: token_stream(tok, val_docs[p]) for p in corpus.PARTS}
+    cache.mkdir(parents=True, exist_ok=True)
+    tok.hf.save(str(cache / "tokenizer.json"))
+    np.savez(cache / "streams.npz", **{f"train_{p}": s for p, s in streams.items()},
+             **{f"val_{p}": s for p, s in val_streams.items()})  # fmt: skip
+    return tok, streams, val_streams
+
+
+def load_corpus(folder: Path, seed: int) -> None:
+    if not (folder / "manifest.json").exists():
+        corpus.build(folder, seed)
+
+
+# ---------------------------------------------------------------- batches
+
+
+class Batches:
+    """Rows of `seq` tokens and a loss mask. Copy episodes always sit inside one row, so the
+    second copy is predictable from the first within the context window."""
+
+    def __init__(self, streams: dict[str, np.ndarray], r: Recipe) -> None:
+        self.streams, self.r = streams, r
+        self.parts = list(NATURAL_WEIGHTS)
+        self.weights = np.array([NATURAL_WEIGHTS[p] for p in self.parts])
+        self.rng = np.random.default_rng(r.seed)
+
+    def natural(self, n: int) -> np.ndarray:
+        s = self.streams[self.parts[self.rng.choice(len(self.parts), p=self.weights)]]
+        i = int(self.rng.integers(0, len(s) - n - 1))
+        return s[i : i + n]
+
+    def copy_row(self) -> tuple[np.ndarray, np.ndarray]:
+        T, V = self.r.seq + 1, self.r.vocab_size
+        toks, mask = [], []
+        n = 0
+        if not self.r.packed and self.rng.random() < 0.5:
+            lead = int(self.rng.integers(1, 100))  # some episodes start after real text
+            toks.append(self.natural(lead))
+            mask.append(np.ones(lead, bool))
+            n = lead
+        first_episode = True
+        while n < T:
+            if not self.r.packed and not first_episode:
+                # One episode per row, like the probe: the only distractors are real text.
+                toks.append(self.natural(T - n))
+                mask.append(np.ones(T - n, bool))
+                break
+            first_episode = False
+            L = int(self.rng.integers(self.r.span_min, self.r.span_max + 1))
+            if self.rng.random() < self.r.random_span_share:
+                span = self.rng.permutation(self.r.span_vocab or V)[:L].astype(np.int32)
+                k = int(self.rng.integers(2, self.r.repeats_max + 1))
+                first_mask = np.zeros(L, bool)  # unpredictable: no loss
+                rep_mask = np.ones(L, bool)
+                pieces = [(span, first_mask)] + [(span, rep_mask)] * (k - 1)
+            else:
+                chunk = self.natural(L)
+                ones = np.ones(L, bool)
+                pieces = [(chunk, ones), (chunk, ones)]
+            for t, m in pieces:
+                toks.append(t)
+                mask.append(m)
+                n += len(t)
+        x = np.concatenate(toks)[:T]
+        m = np.concatenate(mask)[:T]
+        return x, m
+
+    def short(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rows of short_seq tokens: one random span repeated to fill the row; loss on the repeats."""
+        T, V = self.r.short_seq + 1, self.r.vocab_size
+        xs, ms = [], []
+        for _ in range(self.r.short_batch):
+            L = int(self.rng.integers(4, T // 2 + 1))
+            span = self.rng.permutation(self.r.span_vocab or V)[:L]
+            reps = -(-T // L)
+            xs.append(np.tile(span, reps)[:T])
+            ms.append(np.arange(T) >= L)
+        x = torch.from_numpy(np.stack(xs).astype(np.int64))
+        m = torch.from_numpy(np.stack(ms))
+        return x[:, :-1], x[:, 1:], m[:, 1:]
+
+    def get(self, copy_frac: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        T = self.r.seq + 1
+        xs, ms = [], []
+        for _ in range(self.r.batch):
+            if self.rng.random() < copy_frac:
+                x, m = self.copy_row()
+            else:
+                x, m = self.natural(T), np.ones(T, bool)
+            xs.append(x)
+            ms.append(m)
+        x = torch.from_numpy(np.stack(xs).astype(np.int64))
+        m = torch.from_numpy(np.stack(ms))
+        return x[:, :-1], x[:, 1:], m[:, 1:]  # mask follows the target token
