@@ -1,7 +1,7 @@
 """The Hugging Face reference on our weights: the tool people compare us with.
 
-Builds `LlamaForCausalLM` / `GPT2LMHeadModel` from our config and copies our weights in, the inverse of
-`model/hf_names.py`, with eager attention (SDPA-backed models silently return no attentions).
+Builds `LlamaForCausalLM` / `GPT2LMHeadModel` from our config and copies our weights in through
+`model/hf_names.py`'s name map read backwards, with eager attention (SDPA-backed models silently return no attentions).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
+from model.hf_names import state_dict_to_hf
 from model.transformer import Transformer
 
 
@@ -39,46 +40,7 @@ def _rope_parameters(base: float, scale: float) -> dict:
 
 
 def hf_state_dict(net: Transformer) -> dict[str, torch.Tensor]:
-    sd, c = net.state_dict(), net.cfg
-    return _gpt2_weights(sd, c.n_layer) if c.arch == "gpt2" else _llama_weights(sd, c.n_layer)
-
-
-def _llama_weights(sd: dict, n_layer: int) -> dict:
-    out = {"model.embed_tokens.weight": sd["embed.weight"], "model.norm.weight": sd["ln_final.norm.weight"]}
-    out["lm_head.weight"] = sd["unembed.weight"]
-    for i in range(n_layer):
-        b, h = f"blocks.{i}.", f"model.layers.{i}."
-        out[h + "input_layernorm.weight"] = sd[b + "ln1.weight"]
-        out[h + "post_attention_layernorm.weight"] = sd[b + "ln2.weight"]
-        for k, v in sd.items():
-            if k.startswith(b + "attn."):
-                out[h + "self_attn." + k.removeprefix(b + "attn.")] = v
-            elif k.startswith(b + "mlp."):
-                out[h + k.removeprefix(b)] = v
-    return out
-
-
-def _gpt2_weights(sd: dict, n_layer: int) -> dict:
-    out = {"transformer.wte.weight": sd["embed.weight"], "transformer.wpe.weight": sd["pos_embed.weight"]}
-    out |= {
-        "transformer.ln_f.weight": sd["ln_final.norm.weight"],
-        "transformer.ln_f.bias": sd["ln_final.norm.bias"],
-    }
-    out["lm_head.weight"] = sd["unembed.weight"]
-    for i in range(n_layer):
-        b, h = f"blocks.{i}.", f"transformer.h.{i}."
-        # GPT-2's Conv1D stores (in, out): transpose nn.Linear's (out, in) back, and fuse q, k, v.
-        qkv = [b + f"attn.{p}_proj" for p in "qkv"]
-        out[h + "attn.c_attn.weight"] = torch.cat([sd[p + ".weight"].t() for p in qkv], dim=1)
-        out[h + "attn.c_attn.bias"] = torch.cat([sd[p + ".bias"] for p in qkv])
-        pairs = {"attn.c_proj": "attn.o_proj", "mlp.c_fc": "mlp.up_proj", "mlp.c_proj": "mlp.down_proj"}
-        for dst, src in pairs.items():
-            out[h + dst + ".weight"] = sd[b + src + ".weight"].t()
-            out[h + dst + ".bias"] = sd[b + src + ".bias"]
-        for dst, src in (("ln_1", "ln1"), ("ln_2", "ln2")):
-            out[h + dst + ".weight"] = sd[b + src + ".weight"]
-            out[h + dst + ".bias"] = sd[b + src + ".bias"]
-    return {k: v.contiguous() for k, v in out.items()}
+    return state_dict_to_hf(net.cfg, net.state_dict())
 
 
 def hf_model(net: Transformer):

@@ -1,6 +1,9 @@
-"""Map Hugging Face model folders (GPT2LMHeadModel, the Llama family) onto our Transformer."""
+"""Map Hugging Face model folders (GPT2LMHeadModel, the Llama family) onto our Transformer and back:
+configs one way, weights both ways through one declarative name map per architecture."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -74,49 +77,82 @@ def _llama_config(hf: dict, name: str, model_type: str) -> ModelConfig:
     )  # fmt: skip
 
 
+# ---------------------------------------------------------------- weights: one map, read both ways
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Our tensor name(s) and the Hugging Face one, `{i}` standing for the layer. Several of ours to one
+    HF name means HF fuses them (GPT-2's c_attn: q, k, v stacked along HF's output dimension)."""
+
+    ours: tuple[str, ...]
+    hf: str
+    transpose: bool = False  # GPT-2's Conv1D stores (in, out); nn.Linear stores (out, in)
+
+
+def _linear(ours: str, hf: str, transpose: bool = False) -> list[Rule]:
+    return [Rule((f"{ours}.{p}",), f"{hf}.{p}", transpose and p == "weight") for p in ("weight", "bias")]
+
+
+GPT2_MAP = [
+    Rule(("embed.weight",), "transformer.wte.weight"),
+    Rule(("pos_embed.weight",), "transformer.wpe.weight"),
+    *_linear("ln_final.norm", "transformer.ln_f"),
+    *_linear("blocks.{i}.ln1", "transformer.h.{i}.ln_1"),
+    *_linear("blocks.{i}.ln2", "transformer.h.{i}.ln_2"),
+    Rule(tuple(f"blocks.{{i}}.attn.{x}_proj.weight" for x in "qkv"), "transformer.h.{i}.attn.c_attn.weight", True),
+    Rule(tuple(f"blocks.{{i}}.attn.{x}_proj.bias" for x in "qkv"), "transformer.h.{i}.attn.c_attn.bias"),
+    *_linear("blocks.{i}.attn.o_proj", "transformer.h.{i}.attn.c_proj", transpose=True),
+    *_linear("blocks.{i}.mlp.up_proj", "transformer.h.{i}.mlp.c_fc", transpose=True),
+    *_linear("blocks.{i}.mlp.down_proj", "transformer.h.{i}.mlp.c_proj", transpose=True),
+    Rule(("unembed.weight",), "lm_head.weight"),
+]  # fmt: skip
+
+LLAMA_MAP = [
+    Rule(("embed.weight",), "model.embed_tokens.weight"),
+    Rule(("ln_final.norm.weight",), "model.norm.weight"),
+    Rule(("blocks.{i}.ln1.weight",), "model.layers.{i}.input_layernorm.weight"),
+    Rule(("blocks.{i}.ln2.weight",), "model.layers.{i}.post_attention_layernorm.weight"),
+    *[r for x in "qkvo" for r in _linear(f"blocks.{{i}}.attn.{x}_proj", f"model.layers.{{i}}.self_attn.{x}_proj")],
+    *[r for x in ("gate", "up", "down") for r in _linear(f"blocks.{{i}}.mlp.{x}_proj", f"model.layers.{{i}}.mlp.{x}_proj")],
+    Rule(("unembed.weight",), "lm_head.weight"),
+]  # fmt: skip
+
+NAME_MAPS = {"gpt2": GPT2_MAP, "llama": LLAMA_MAP}
+PREFIXES = {"gpt2": "transformer.", "llama": "model."}  # some checkpoints store names without it
+
+
+def layer_rules(cfg: ModelConfig) -> list[Rule]:
+    """The architecture's map with `{i}` spelled out for every layer."""
+    out = []
+    for rule in NAME_MAPS[cfg.arch]:
+        layers = range(cfg.n_layer) if "{i}" in rule.hf else [None]
+        out += [
+            Rule(tuple(o.format(i=i) for o in rule.ours), rule.hf.format(i=i), rule.transpose) for i in layers
+        ]
+    return out
+
+
 def state_dict_from_hf(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return _gpt2_weights(cfg, sd) if cfg.arch == "gpt2" else _llama_weights(cfg, sd)
-
-
-def _strip(sd: dict, prefix: str) -> dict:
-    return {k.removeprefix(prefix): v for k, v in sd.items()}
-
-
-def _gpt2_weights(cfg: ModelConfig, sd: dict) -> dict:
-    sd = _strip(sd, "transformer.")
-    D = cfg.d_model
-    out = {"embed.weight": sd["wte.weight"], "pos_embed.weight": sd["wpe.weight"]}
-    out |= {"ln_final.norm.weight": sd["ln_f.weight"], "ln_final.norm.bias": sd["ln_f.bias"]}
-    for i in range(cfg.n_layer):
-        h, b = f"h.{i}.", f"blocks.{i}."
-        # GPT-2 stores Conv1D weights as (in, out): transpose into nn.Linear's (out, in).
-        w, bias = sd[h + "attn.c_attn.weight"], sd[h + "attn.c_attn.bias"]
-        for j, p in enumerate(("q_proj", "k_proj", "v_proj")):
-            out[b + f"attn.{p}.weight"] = w[:, j * D : (j + 1) * D].t()
-            out[b + f"attn.{p}.bias"] = bias[j * D : (j + 1) * D]
-        pairs = {"attn.c_proj": "attn.o_proj", "mlp.c_fc": "mlp.up_proj", "mlp.c_proj": "mlp.down_proj"}
-        for src, dst in pairs.items():
-            out[b + dst + ".weight"] = sd[h + src + ".weight"].t()
-            out[b + dst + ".bias"] = sd[h + src + ".bias"]
-        for src, dst in (("ln_1", "ln1"), ("ln_2", "ln2")):
-            out[b + dst + ".weight"] = sd[h + src + ".weight"]
-            out[b + dst + ".bias"] = sd[h + src + ".bias"]
-    out["unembed.weight"] = out["embed.weight"]
+    """HF names -> ours. Optional tensors (biases, an untied head) are mapped where present."""
+    prefix = PREFIXES[cfg.arch]
+    sd = {k if k.startswith(prefix) or k.startswith("lm_head.") else prefix + k: v for k, v in sd.items()}
+    out = {}
+    for rule in layer_rules(cfg):
+        if rule.hf in sd:
+            w = sd[rule.hf].t() if rule.transpose else sd[rule.hf]
+            out |= dict(zip(rule.ours, w.chunk(len(rule.ours), dim=0), strict=True))
+    if cfg.tie_embeddings or "unembed.weight" not in out:
+        out["unembed.weight"] = out["embed.weight"]
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def _llama_weights(cfg: ModelConfig, sd: dict) -> dict:
-    lm_head = sd.get("lm_head.weight")
-    sd = _strip(sd, "model.")
-    out = {"embed.weight": sd["embed_tokens.weight"], "ln_final.norm.weight": sd["norm.weight"]}
-    out["unembed.weight"] = sd["embed_tokens.weight"] if cfg.tie_embeddings or lm_head is None else lm_head
-    for i in range(cfg.n_layer):
-        h, b = f"layers.{i}.", f"blocks.{i}."
-        out[b + "ln1.weight"] = sd[h + "input_layernorm.weight"]
-        out[b + "ln2.weight"] = sd[h + "post_attention_layernorm.weight"]
-        for k, v in sd.items():
-            if k.startswith(h + "self_attn."):
-                out[b + "attn." + k.removeprefix(h + "self_attn.")] = v
-            elif k.startswith(h + "mlp."):
-                out[b + k.removeprefix(h)] = v
+def state_dict_to_hf(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Ours -> HF names: the same map read backwards (fused tensors concatenated, Conv1D transposed)."""
+    sd = {**sd, "unembed.weight": sd.get("unembed.weight", sd["embed.weight"])}
+    out = {}
+    for rule in layer_rules(cfg):
+        if all(o in sd for o in rule.ours):
+            w = torch.cat([sd[o] for o in rule.ours], dim=0)
+            out[rule.hf] = (w.t() if rule.transpose else w).contiguous()
     return out

@@ -15,7 +15,8 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from model import ModelLoadError, load
+from model import ModelLoadError, Transformer, load
+from model.hf_names import config_from_hf, state_dict_from_hf, state_dict_to_hf
 
 TOL = dict(atol=1e-4, rtol=1e-4)
 
@@ -145,3 +146,30 @@ def test_load_errors_say_what_is_wrong(tmp_path, tokenizer):
     (tmp_path / "model.safetensors").unlink()
     with pytest.raises(ModelLoadError, match="no model.safetensors"):
         load(tmp_path)
+
+
+@pytest.mark.parametrize("arch", ["llama-untied", "llama-tied", "qwen2", "gpt2"])
+def test_hf_names_round_trip(arch):
+    """HF state dict -> ours -> HF gives back every tensor, through the one name map read both ways."""
+    if arch == "gpt2":
+        ref = _eager(
+            GPT2LMHeadModel, GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+        )
+    elif arch == "qwen2":
+        ref = _eager(Qwen2ForCausalLM, Qwen2Config(vocab_size=300, hidden_size=32, intermediate_size=64,
+                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False))  # fmt: skip
+    else:
+        ref = llama(tie=arch == "llama-tied")
+    randomise_norms(ref)
+    original = {
+        k: v
+        for k, v in ref.state_dict().items()
+        if k in dict(ref.named_parameters()) or k == "lm_head.weight"
+    }
+    cfg = config_from_hf(ref.config.to_dict(), "x")
+    ours = state_dict_from_hf(cfg, original)
+    assert set(ours) == set(Transformer(cfg).state_dict())
+    back = state_dict_to_hf(cfg, ours)
+    assert set(back) == set(original)
+    for k, v in original.items():
+        torch.testing.assert_close(back[k], v, atol=0, rtol=0)
