@@ -3,7 +3,7 @@
 Variants, all on the same weights and the same token ids, interleaved in one run:
 - `sdpa`: plain forward through `F.scaled_dot_product_attention` (the baseline, see plain.py);
 - `ours_fwd`: our forward with explicit attention and no capture (`lm.logits`' path);
-- `ours_hooks`: our forward storing every hook a trace needs, without norms or logit lens;
+- `ours_hooks`: `lm.run_with_cache` storing every hook a trace needs, without norms or logit lens;
 - `ours_trace`: the full `run_trace` (all hooks, residual norms, write norms, logit lens), what the API
   runs for every keystroke;
 - `hf_eager`: HF transformers eager with `output_attentions` and `output_hidden_states`.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from model import ModelConfig, Run, Transformer
+from model import LanguageModel, ModelConfig, Run, Transformer
 from model.trace import capture_names, run_trace
 
 from .hf_baseline import hf_capture, hf_model
@@ -37,16 +37,13 @@ def with_context(net: Transformer, n: int) -> Transformer:
 def variants(net: Transformer, ref, idx: torch.Tensor) -> dict:
     ids = idx[0].tolist()
     tokens = [str(i) for i in ids]
-    names = set(capture_names(net.cfg.n_layer))
-
-    @torch.inference_mode()
-    def hooks():
-        net(idx, Run(capture=names))
+    names = capture_names(net.cfg.n_layer)
+    lm = LanguageModel(net, tokenizer=None, name=net.cfg.name)  # token ids in, so no tokenizer is needed
 
     return {
         "sdpa": lambda: plain_forward(net, idx),
         "ours_fwd": lambda: torch.inference_mode()(net)(idx),
-        "ours_hooks": hooks,
+        "ours_hooks": lambda: lm.run_with_cache(idx, names),
         "ours_trace": lambda: run_trace(net, ids, tokens, Run(), lens_k=5),  # the app's lens_k
         "hf_eager": lambda: hf_capture(ref, idx),
     }
