@@ -12,6 +12,8 @@ from .tokenizer import Tokenizer
 from .trace import Trace, run_trace
 from .transformer import Transformer
 
+PATTERN_HOOKS = ("hook_attn_scores", "hook_pattern")  # only the explicit attention path computes these
+
 
 class LanguageModel:
     def __init__(self, net: Transformer, tokenizer: Tokenizer, name: str, card: str | None = None) -> None:
@@ -81,13 +83,15 @@ class LanguageModel:
         """One forward pass that keeps the named hooks, as TransformerLens's `run_with_cache` does:
         returns (logits (B, T, V) or None, {hook name: tensor with the batch dimension first}).
 
-        `names` are full hook names (build them with `model.act_name`); None keeps every hook.
+        `names` are full hook names (build them with `model.act_name`); None keeps every hook
+        (with impl="sdpa", every hook but the scores and the pattern, which that path never computes).
         `logits=False` stops before the unembedding: the cheap way to read attention on a big vocabulary.
         `fwd_hooks` are interventions as in `run_with_hooks`; the cache holds what flowed on after them.
         `switches` are `make_run`'s: position, causal, ablate, ablate_mode, rope_scale, impl."""
         idx = self.batch_of(tokens)
         run = self.make_run(**switches)
-        run.capture = self.check_names(self.net.hook_names if names is None else names, run.impl)
+        every = [n for n in self.net.hook_names if run.impl == "explicit" or not n.endswith(PATTERN_HOOKS)]
+        run.capture = self.check_names(every if names is None else names, run.impl)
         self._add_hooks(run, fwd_hooks)
         if logits:
             return self.net(idx, run), run.cache
@@ -114,7 +118,7 @@ class LanguageModel:
         unknown = wanted - set(self.net.hook_names)
         if unknown:
             raise ValueError(f"no hook named {sorted(unknown)[:3]}; see model.act_name")
-        if impl == "sdpa" and any(n.endswith(("hook_attn_scores", "hook_pattern")) for n in wanted):
+        if impl == "sdpa" and any(n.endswith(PATTERN_HOOKS) for n in wanted):
             raise ValueError("impl='sdpa' computes no attention pattern; capture it with impl='explicit'")
         return wanted
 

@@ -74,3 +74,10 @@ def test_run_with_cache_records_what_flows_on_after_an_intervention(tiny_lm):
     _, plain = tiny_lm.run_with_cache([5, 6, 7], [name])
     _, hooked = tiny_lm.run_with_cache([5, 6, 7], [name], fwd_hooks=[(name, lambda x, hook: x + 1)])
     torch.testing.assert_close(hooked[name], plain[name] + 1)
+
+
+def test_run_with_cache_sdpa_keeps_everything_but_the_pattern(tiny_lm):
+    explicit, every = tiny_lm.run_with_cache([5, 6, 7, 8])
+    fused, cache = tiny_lm.run_with_cache([5, 6, 7, 8], impl="sdpa")
+    assert set(every) - set(cache) == {act_name(x, i) for x in ("attn_scores", "pattern") for i in (0, 1)}
+    torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
