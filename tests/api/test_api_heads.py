@@ -6,8 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.service import decode_attention
 from app.settings import Settings
+from app.wire import decode_attention
 from labs.roles.atlas import ROLES, compute_atlas
 from labs.roles.knockout import repeat_losses
 from model import save
@@ -36,7 +36,7 @@ def test_api_heads_lists_every_role_with_scores_and_labels(client, tiny_folder):
     body = r.json()
     assert body["model"] == tiny_folder.name and (body["n_layer"], body["n_head"]) == (2, 4)
     assert [x["key"] for x in body["roles"]] == [role.key for role in ROLES]
-    lm = client.app.state.service.lm(None)
+    lm = client.app.state.runtime.lm(None)
     atlas = compute_atlas(lm)
     for role in body["roles"]:
         assert len(role["scores"]) == 2 and all(len(row) == 4 for row in role["scores"])
@@ -56,7 +56,7 @@ def test_api_heads_probe_sends_every_head_on_the_probe(client):
     assert body["n"] == 2 * R and body["tokens"][:R] == body["tokens"][R:]
     att = decode_attention(body["attention"])
     assert att.shape == (2, 4, 2 * R, 2 * R)
-    lm = client.app.state.service.lm(None)
+    lm = client.app.state.runtime.lm(None)
     ref = lm.trace(body["token_ids"]).attention
     assert (att - ref).abs().max() <= 1 / 255
 
@@ -161,7 +161,7 @@ def test_api_heads_role_group_ablation_on_the_bundled_model():
         body = r.json()
         assert body["heads"] == [[h["layer"], h["head"]] for h in roles[role]["heads"]]
         heads = [tuple(h) for h in body["heads"]]
-        lm = c.app.state.service.lm(None)
+        lm = c.app.state.runtime.lm(None)
         assert body["repeat"]["second_copy_loss_ablated"] == pytest.approx(
             repeat_losses(lm, heads)[1], abs=1e-3
         )
