@@ -157,14 +157,6 @@ def curves(cfg: ModelConfig, ns: Sequence[int]) -> dict:
     }
 
 
-def human_bytes(b: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(b) < 1000 or unit == "PB":
-            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.3g} {unit}"
-        b /= 1000
-    raise AssertionError("unreachable")
-
-
 # --- measured ---------------------------------------------------------------------------------------
 
 

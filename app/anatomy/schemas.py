@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from ..cost.schemas import Arch
 from ..schemas import EXAMPLE_PROMPT, Params, PromptRequest, Strict, TokenProb
@@ -42,6 +42,10 @@ class Step(Strict):
     )
     max_logit: list[float] | None = None
     top: list[list[TokenProb]] | None = Field(default=None, description="[position] next-token candidates.")
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler):  # a step sends only what it has: no "top": null on an embedding
+        return {k: v for k, v in handler(self).items() if v is not None}
 
 
 class CensusEntry(Strict):

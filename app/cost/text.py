@@ -21,3 +21,11 @@ def timing_sentence(fits: dict, ns: list[int]) -> str:
             " running on this server at the same time. Measure up to a larger n, or again."
         )
     return sentence
+
+
+def human_bytes(b: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(b) < 1000 or unit == "PB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.3g} {unit}"
+        b /= 1000
+    raise AssertionError("unreachable")

@@ -138,11 +138,11 @@ class TraceResponse(Strict):
 
 class HeadScores(Strict):
     previous_token: float | None = Field(
-        description="Mean attention from token i to i-1 (labs/roles/probes.py); null for 1 token."
+        description="Mean attention from token i to i-1 (labs/roles/detectors.py); null for 1 token."
     )
     first_token: float | None = Field(
         description="Mean attention from tokens 1..n-1 to token 0, where 'sink' heads rest "
-        "(labs/roles/atlas.py); null for 1 token."
+        "(labs/roles/detectors.py); null for 1 token."
     )
     self: float = Field(description="Mean attention of a token to itself.")
     entropy: float = Field(description="Mean entropy of a row in bits: 0 = sharp, log2(n) = uniform.")

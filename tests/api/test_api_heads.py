@@ -8,8 +8,9 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.wire import decode_attention
-from labs.roles.atlas import ROLES, compute_atlas
+from labs.roles.atlas import compute_atlas
 from labs.roles.knockout import repeat_losses
+from labs.roles.registry import HEAD_SCORES, ROLES
 from model import save
 from model.loading import bundled_path
 from tests.tiny import make_tokenizer, tiny_model
@@ -48,6 +49,19 @@ def test_api_heads_lists_every_role_with_scores_and_labels(client, tiny_folder):
         assert all(x["score"] >= role["threshold"] for x in role["heads"])
     assert body["labels"] == atlas.labels
     assert {p["key"] for p in body["probes"]} == {"prose", "repeat", "pronoun"}
+
+
+def test_api_heads_carries_the_badge_labels_and_the_head_score_texts(client):
+    """The pages hold no role names: badges, names and score help all come from /api/heads."""
+    body = client.get("/api/heads").json()
+    assert [(x["key"], x["label"], x["name"]) for x in body["roles"]] == [
+        (r.key, r.label, r.name) for r in ROLES
+    ]
+    assert [x["label"] for x in body["roles"]] == ["prev", "induct", "dup", "sink", "local", "pron"]
+    assert [s["key"] for s in body["head_scores"]] == [s.key for s in HEAD_SCORES]
+    assert all(s["name"] and s["explanation"] for s in body["head_scores"])
+    head = client.post("/api/head", json={"prompt": PROMPT, "layer": 0, "head": 0}).json()
+    assert list(head["scores"]) == [s["key"] for s in body["head_scores"]]
 
 
 def test_api_heads_probe_sends_every_head_on_the_probe(client):

@@ -1,7 +1,8 @@
-"""The sentences the head-atlas pages read, from knock-out numbers (app/heads/text.py)."""
+"""The words the pages read, written from the labs' numbers (app/<area>/text.py)."""
 
 from __future__ import annotations
 
+from app.cost.text import human_bytes
 from app.heads.text import next_token_sentence, repeat_sentence
 from labs.roles.knockout import NextTokenEffect, RepeatKnockout, TokenProb
 
@@ -27,3 +28,9 @@ def test_sentences_read_for_a_class():
     assert next_token_sentence([(1, 2)], e) == (
         "Without L1H2 the top guess after “She” changes from “·had” (54%, now 10%) to “·was” (30%)."
     )
+
+
+def test_human_bytes():
+    assert human_bytes(40_000) == "40 KB"
+    assert human_bytes(4e10) == "40 GB"
+    assert human_bytes(512) == "512 B"
