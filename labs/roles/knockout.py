@@ -142,7 +142,7 @@ def main() -> None:
         r = repeat_knockout(lm, group)
         e = next_token_effect(lm, prompt, group)
         print(f"  without {[head_name(*h) for h in group]}: second-copy loss {r.second:.2f} -> {r.second_ablated:.2f}"
-              f" (random heads: {r.second_random_mean}); top next token {e.before[0].token!r} -> {e.after[0].token!r},"
+              f" (random heads: {r.second_random_mean or float('nan'):.2f}); top next token {e.before[0].token!r} -> {e.after[0].token!r},"
               f" KL {e.kl:.3f} nats")  # fmt: skip
 
 
