@@ -1,16 +1,23 @@
-"""Dependencies routes declare: the one `ModelService` built by the lifespan."""
+"""Dependencies routes declare: the one `Runtime` built by the lifespan, and the JSON answer."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request, Response
 
-from .service import ModelService
-
-
-def get_service(request: Request) -> ModelService:
-    return request.app.state.service
+from .runtime import Runtime
 
 
-Service = Annotated[ModelService, Depends(get_service)]
+def get_runtime(request: Request) -> Runtime:
+    return request.app.state.runtime
+
+
+Rt = Annotated[Runtime, Depends(get_runtime)]
+Service = Rt  # the name app/pages.py knows it by
+ModelName = Annotated[str | None, Query(description="A name from /api/models; empty = the default model.")]
+
+
+def json(body: bytes) -> Response:
+    """A handler's finished bytes (the response model's `model_dump_json()`), sent as they are."""
+    return Response(body, media_type="application/json")

@@ -10,7 +10,23 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from .service import BadInput, UnknownModel
+
+class BadInput(ValueError):
+    """The request is well-formed but impossible for this model or these limits: a 422."""
+
+
+class UnknownModel(LookupError):
+    """The request names a model that is not loaded: a 404."""
+
+
+class Busy(RuntimeError):
+    """Another exclusive job held the lock for longer than we were willing to wait: a 503."""
+
+
+def sentence(e: Exception) -> str:
+    """A lab's ValueError ("the order must list ...") as a sentence for the page."""
+    msg = str(e)
+    return f"{msg[0].upper()}{msg[1:]}." if msg else "The request is invalid."
 
 
 def describe_error(err: dict) -> str:
@@ -52,7 +68,12 @@ async def unknown_model(request: Request, exc: UnknownModel) -> JSONResponse:
     return JSONResponse({"detail": str(exc.args[0])}, status_code=404)
 
 
+async def busy(request: Request, exc: Busy) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(BadInput, bad_input)
     app.add_exception_handler(UnknownModel, unknown_model)
+    app.add_exception_handler(Busy, busy)

@@ -15,9 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-class Busy(RuntimeError):
-    """Another exclusive job held the lock for longer than we were willing to wait."""
+from .errors import Busy
 
 
 def lock_path(name: str) -> Path:

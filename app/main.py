@@ -1,6 +1,6 @@
-"""`create_app()`: the FastAPI application. Models load once in the lifespan into one `ModelService`.
+"""`create_app()`: the FastAPI application. Models load once in the lifespan into one `Runtime`.
 
-To add an area: write `app/routers/<area>.py` with an `APIRouter` and add one `include_router` line below.
+To add an area: write `app/<area>/` (router.py, schemas.py, handler.py) and add it to AREAS below.
 """
 
 from __future__ import annotations
@@ -15,13 +15,18 @@ from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 
 from . import errors, pages, vendor
-from .deps import get_service
+from .anatomy import router as anatomy
+from .cost import router as cost
+from .deps import get_runtime
+from .heads import router as heads
 from .middleware import BodyLimit, SecurityHeaders
-from .routers import ablation, cost, heads, models, position, trace
-from .service import ModelService
+from .position import router as position
+from .runtime import Runtime
 from .settings import Settings, get_settings
+from .trace import router as trace
 
-__all__ = ["create_app", "get_service"]
+__all__ = ["create_app", "get_runtime"]
+AREAS = (trace, heads, position, cost, anatomy)
 
 log = logging.getLogger("uvicorn.error")
 
@@ -33,13 +38,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.torch_threads:
             torch.set_num_threads(settings.torch_threads)
-        app.state.service = ModelService.load(settings)
-        names = ", ".join(app.state.service.models)
+        app.state.runtime = Runtime.load(settings)
+        names = ", ".join(app.state.runtime.models)
         log.info("Attention Atlas (pid %d) serving: %s", os.getpid(), names)
         if settings.url:
             print(f"Attention Atlas is ready: open {settings.url}  (models: {names})", flush=True)
         yield
-        app.state.service.close()
+        app.state.runtime.close()
 
     app = FastAPI(
         title="Attention Atlas API",
@@ -52,12 +57,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     errors.install(app)
 
-    app.include_router(models.router)
-    app.include_router(trace.router)
-    app.include_router(ablation.router)
-    app.include_router(heads.router)
-    app.include_router(position.router)
-    app.include_router(cost.router)
+    for area in AREAS:
+        app.include_router(area.router)
     app.include_router(pages.router)
     app.include_router(vendor.router)
     pages.mount_static(app)  # keep last

@@ -8,25 +8,19 @@ that flow through it. Both run one forward pass of the model's own modules.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
+from model import LanguageModel, act_name
 from model.config import ModelConfig
-from model.hooks import Run
-from model.lm import LanguageModel
 
-from .census import param_census
-from .cost import REFERENCE, arch, feed_forward_share
+from .cost import REFERENCE
 
-# One row per arrow of the chapter's block diagram, in order.
-BLOCK_STAGES = (
-    ("x_in", "x (residual stream in)"),
-    ("norm1", "after normalise"),
-    ("attn_out", "multi-head attention out"),
-    ("resid_mid", "after add: x + attention"),
-    ("norm2", "after normalise"),
-    ("mlp_out", "feed-forward out"),
-    ("resid_post", "after add: x + feed-forward"),
-)
+# One row per arrow of the chapter's block diagram, in order (their labels: app/anatomy/text.py).
+BLOCK_STAGES = ("x_in", "norm1", "attn_out", "resid_mid", "norm2", "mlp_out", "resid_post")
+RESID_HOOKS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post")
+FINAL_NORM = "ln_final.hook_normalized"  # act_name has no short name for the final norm's output
 
 
 def block_shapes(cfg: ModelConfig, n: int) -> dict[str, list[int]]:
@@ -42,19 +36,15 @@ def block_shapes(cfg: ModelConfig, n: int) -> dict[str, list[int]]:
     }
 
 
-@torch.inference_mode()
-def forward_capture(
-    lm: LanguageModel, ids: list[int], run: Run
-) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def forward_capture(lm: LanguageModel, ids: list[int]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """One forward pass recording every block's residual steps; returns (cache without batch, logits)."""
-    L = lm.config.n_layer
-    names = {"hook_embed", "hook_pos_embed", "ln_final.hook_normalized"}
-    for i in range(L):
-        names |= {f"blocks.{i}.{h}" for h in ("hook_resid_pre", "hook_attn_out", "hook_resid_mid",
-                                              "hook_mlp_out", "hook_resid_post")}  # fmt: skip
-    run.capture = names
-    logits = lm.net(torch.tensor([ids], device=lm.device), run)[0].float()  # (n, V)
-    return {k: v[0] for k, v in run.cache.items()}, logits
+    names = [act_name("embed"), FINAL_NORM] + [
+        act_name(h, i) for i in range(lm.config.n_layer) for h in RESID_HOOKS
+    ]
+    if act_name("pos_embed") in lm.net.hook_names:
+        names.append(act_name("pos_embed"))
+    logits, cache = lm.run_with_cache(ids, names)
+    return {k: v[0] for k, v in cache.items()}, logits[0].float()  # (n, V)
 
 
 @torch.inference_mode()
@@ -63,78 +53,74 @@ def block_stages(lm: LanguageModel, cache: dict[str, torch.Tensor]) -> torch.Ten
     block's own norm modules, because they are not hook points."""
     rows = []
     for i, block in enumerate(lm.net.blocks):
-        x, attn, mid, mlp, post = (cache[f"blocks.{i}.{h}"] for h in (
-            "hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post"))  # fmt: skip
+        x, attn, mid, mlp, post = (cache[act_name(h, i)] for h in RESID_HOOKS)
         stages = [x, block.ln1(x), attn, mid, block.ln2(mid), mlp, post]
         rows.append(torch.stack([s.float().norm(dim=-1) for s in stages]))
     return torch.stack(rows).cpu()
 
 
+@dataclass(frozen=True)
+class Step:
+    """One arrow of the whole-model pipeline; its name and what it does are display text (app/anatomy)."""
+
+    key: str  # "ids", "embed", "positions", "block", "final_norm", "unembed", "softmax"
+    shape: list[int]
+    dims: list[str]
+    layer: int | None = None
+    ids: list[int] | None = None
+    norms: torch.Tensor | None = None  # (n,) L2 norm of what leaves this step
+    max_logit: torch.Tensor | None = None  # (n,)
+    top_ids: torch.Tensor | None = None  # (n, k) next-token candidates at the softmax
+    top_probs: torch.Tensor | None = None  # (n, k)
+
+
 def pipeline(lm: LanguageModel, ids: list[int], cache: dict[str, torch.Tensor], logits: torch.Tensor,
-             k: int = 5) -> list[dict]:  # fmt: skip
-    """The whole model as the chapter draws it: each step's name, what it does, the shape it hands on,
-    and per-position numbers (norms, top logit, top-k next tokens)."""
+             k: int = 5) -> list[Step]:  # fmt: skip
+    """The whole model as the chapter draws it: the shape each step hands on and per-position numbers."""
     cfg, n = lm.config, len(ids)
     D, V = cfg.d_model, cfg.vocab_size
 
-    def norms(t: torch.Tensor) -> list[float]:
-        return t.float().norm(dim=-1).cpu().tolist()
+    def norms(t: torch.Tensor) -> torch.Tensor:
+        return t.float().norm(dim=-1).cpu()
 
-    steps = [
-        {"name": "token ids", "shape": [n], "dims": ["n"], "ids": list(ids)},
-        {"name": "embedding lookup", "op": f"row of a [{V} x {D}] matrix per id", "shape": [n, D],
-         "dims": ["n", "d_model"], "norms": norms(cache["hook_embed"])},
-    ]  # fmt: skip
-    if "hook_pos_embed" in cache:
-        steps.append({"name": "+ learned positions", "op": f"row of a [{cfg.context_length} x {D}] matrix",
-                      "shape": [n, D], "dims": ["n", "d_model"],
-                      "norms": norms(cache["blocks.0.hook_resid_pre"])})  # fmt: skip
+    steps = [Step("ids", [n], ["n"], ids=list(ids)),
+             Step("embed", [n, D], ["n", "d_model"], norms=norms(cache[act_name("embed")]))]  # fmt: skip
+    if act_name("pos_embed") in cache:
+        steps.append(
+            Step("positions", [n, D], ["n", "d_model"], norms=norms(cache[act_name("resid_pre", 0)]))
+        )
     for i in range(cfg.n_layer):
-        steps.append({"name": f"transformer block {i + 1}", "op": "norm, attention, add, norm, feed-forward, add",
-                      "shape": [n, D], "dims": ["n", "d_model"], "layer": i,
-                      "norms": norms(cache[f"blocks.{i}.hook_resid_post"])})  # fmt: skip
-    probs = torch.softmax(logits, dim=-1)
-    top = probs.topk(min(k, V), dim=-1)
+        steps.append(
+            Step("block", [n, D], ["n", "d_model"], layer=i, norms=norms(cache[act_name("resid_post", i)]))
+        )
+    top = torch.softmax(logits, dim=-1).topk(min(k, V), dim=-1)
     steps += [
-        {"name": "final normalise", "op": cfg.norm, "shape": [n, D], "dims": ["n", "d_model"],
-         "norms": norms(cache["ln_final.hook_normalized"])},
-        {"name": "output layer (unembedding)", "op": f"multiply by a [{D} x {V}] matrix", "shape": [n, V],
-         "dims": ["n", "vocab"], "max_logit": logits.max(dim=-1).values.cpu().tolist()},
-        {"name": "softmax", "op": "probability of each word being next", "shape": [n, V], "dims": ["n", "vocab"],
-         "top_ids": top.indices.cpu().tolist(), "top_probs": top.values.cpu().tolist()},
-    ]  # fmt: skip
+        Step("final_norm", [n, D], ["n", "d_model"], norms=norms(cache[FINAL_NORM])),
+        Step("unembed", [n, V], ["n", "vocab"], max_logit=logits.max(dim=-1).values.cpu()),
+        Step("softmax", [n, V], ["n", "vocab"], top_ids=top.indices.cpu(), top_probs=top.values.cpu()),
+    ]
     return steps
 
 
-def anatomy_report(lm: LanguageModel, ids: list[int], top_k: int = 5) -> dict:
-    """Everything the anatomy page draws for one prompt, as plain numbers and display strings."""
-    cfg = lm.config
-    cache, logits = forward_capture(lm, ids, lm.make_run())
-    steps = pipeline(lm, ids, cache, logits, top_k)
-    for step in steps:
-        for key in ("norms", "max_logit"):
-            if key in step:
-                step[key] = [round(x, 4) for x in step[key]]
-        if "top_ids" in step:
-            step["top"] = [
-                [
-                    {"id": i, "token": lm.tokenizer.display(i), "prob": round(p, 6)}
-                    for i, p in zip(ids_, ps, strict=True)
-                ]
-                for ids_, ps in zip(step.pop("top_ids"), step.pop("top_probs"), strict=True)
-            ]
-    configs = [("live", lm.name, True, cfg)] + [(k, c.name, False, c) for k, c in REFERENCE.items()]
-    return {
-        "model": lm.name, "n": len(ids), "tokens": lm.tokenizer.displays(ids), "token_ids": list(ids),
-        "config": arch(cfg), "norm": cfg.norm, "mlp": cfg.mlp_kind, "positional": cfg.positional,
-        "block": {
-            "stages": [{"key": k, "label": label} for k, label in BLOCK_STAGES],
-            "norms": [[[round(x, 4) for x in row] for row in layer] for layer in block_stages(lm, cache).tolist()],
-            "shapes": block_shapes(cfg, len(ids)),
-        },
-        "pipeline": steps,
-        "census": [
-            {"key": k, "name": name, "live": live, "params": param_census(c), "feed_forward_share": feed_forward_share(c)}
-            for k, name, live, c in configs
-        ],
-    }  # fmt: skip
+@dataclass(frozen=True)
+class CensusEntry:
+    key: str  # "live" or a REFERENCE key
+    name: str
+    live: bool
+    config: ModelConfig
+
+
+@dataclass(frozen=True)
+class Anatomy:
+    ids: list[int]
+    block_norms: torch.Tensor  # (L, len(BLOCK_STAGES), n)
+    pipeline: list[Step]
+    census: list[CensusEntry]  # the live model, then the reference configs
+
+
+def anatomy(lm: LanguageModel, ids: list[int], top_k: int = 5) -> Anatomy:
+    """Everything the anatomy page draws for one prompt, from one forward pass."""
+    cache, logits = forward_capture(lm, ids)
+    census = [CensusEntry("live", lm.name, True, lm.config)]
+    census += [CensusEntry(k, c.name, False, c) for k, c in REFERENCE.items()]
+    return Anatomy(list(ids), block_stages(lm, cache), pipeline(lm, ids, cache, logits, top_k), census)

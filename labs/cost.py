@@ -42,7 +42,7 @@ REFERENCE: dict[str, ModelConfig] = {
 }  # fmt: skip
 
 CHAPTER_NS = (100, 1_000, 100_000)
-SMALL_N_EXPONENT = 1.5  # a fitted exponent below this means overhead or contention was measured  # the chapter's table: tokens -> scores per head, per layer
+SMALL_N_EXPONENT = 1.5  # a fitted exponent below this means overhead or contention was measured
 BYTES = {"fp32": 4, "fp16": 2}
 
 
@@ -157,14 +157,6 @@ def curves(cfg: ModelConfig, ns: Sequence[int]) -> dict:
     }
 
 
-def human_bytes(b: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(b) < 1000 or unit == "PB":
-            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.3g} {unit}"
-        b /= 1000
-    raise AssertionError("unreachable")
-
-
 # --- measured ---------------------------------------------------------------------------------------
 
 
@@ -268,35 +260,6 @@ def time_attention(net: torch.nn.Module, cap: int, repeats: int = 3, budget_s: f
     timing = measure(model_series(net), ladder(cap), repeats, budget_s, clock)
     fits = {name: fit_exponent(timing.ns, s) for name, s in timing.seconds.items() if len(s) >= 2}
     return {"timing": timing, "fits": fits}
-
-
-def timing_report(net: torch.nn.Module, cap: int, repeats: int = 3, budget_s: float = 8.0) -> dict:
-    """`time_attention` as plain numbers, with the chapter's claim checked in one sentence."""
-    r = time_attention(net, cap, repeats, budget_s)
-    t, fits = r["timing"], r["fits"]
-    p = next(net.parameters())
-    if "attention" in fits:
-        f = fits["attention"]
-        sentence = (
-            f"Doubling n multiplied the attention time by {f['doubling_factor']:.1f} on this server "
-            f"(fitted exponent {f['exponent']:.2f} over n = {f['fit_from']:,}-{t.ns[-1]:,}; "
-            f"pure n² work would give 4)."
-        )
-        if f["exponent"] < SMALL_N_EXPONENT:
-            sentence += (
-                " Something hides the n² work here: at small n the fixed cost of every call, or other work"
-                " running on this server at the same time. Measure up to a larger n, or again."
-            )
-    else:
-        sentence = "Only one size fitted in the time budget, so there is no exponent to fit."
-    return {
-        "device": p.device.type, "threads": torch.get_num_threads(), "repeats": t.repeats, "ns": t.ns,
-        "seconds": {k: [round(x, 7) for x in v] for k, v in t.seconds.items()}, "skipped": t.skipped,
-        "fits": {k: {"exponent": round(f["exponent"], 4), "doubling_factor": round(f["doubling_factor"], 4),
-                     "fit_from": f["fit_from"], "fit_ns": f["fit_ns"], "fitted": [round(x, 7) for x in f["fitted"]]}
-                 for k, f in fits.items()},
-        "sentence": sentence,
-    }  # fmt: skip
 
 
 def cost_report(live: ModelConfig, live_name: str, n: int) -> dict:

@@ -22,22 +22,11 @@ from dataclasses import dataclass
 
 import torch
 
+from model import LanguageModel, act_name
 from model.config import ModelConfig
-from model.hooks import Run
-from model.lm import LanguageModel
 from model.transformer import Transformer, apply_rope, rope_cos_sin, rope_inv_freq
 
 CONDITIONS = ((False, False), (True, False), (False, True), (True, True))  # (position, causal)
-
-CAUSAL_NOTE = (
-    "With the causal mask, token i may only look at tokens 0..i, so shuffling changes what every token "
-    "is allowed to see: the model can infer order from its visible context even with no position signal."
-)
-LEARNED_NOTE = (
-    "This model adds a learned vector per absolute position to each token's embedding. Nothing rotates, "
-    "so there are no clock hands, and nothing forces a query-key score to depend only on the distance m - n."
-)
-
 
 # ---------------------------------------------------------------- permutations
 
@@ -110,15 +99,13 @@ class RunOutputs:
         return torch.softmax(self.logits, dim=-1)  # (n, V) next-token probabilities at every position
 
 
-@torch.inference_mode()
-def run_outputs(net: Transformer, ids: Sequence[int], position: bool, causal: bool) -> RunOutputs:
-    L = net.cfg.n_layer
-    run = Run(position=position, causal=causal, capture={f"blocks.{i}.attn.hook_pattern" for i in range(L)})
-    idx = torch.tensor([list(ids)], dtype=torch.long, device=next(net.parameters()).device)
-    resid = net.residual_stream(idx, run)
-    logits = net.unembed(net.ln_final(resid, None))
-    attention = torch.stack([run.cache[f"blocks.{i}.attn.hook_pattern"][0] for i in range(L)])
-    return RunOutputs(attention.float().cpu(), resid[0].float().cpu(), logits[0].float().cpu())
+def run_outputs(lm: LanguageModel, ids: Sequence[int], position: bool, causal: bool) -> RunOutputs:
+    L = lm.config.n_layer
+    last = act_name("resid_post", L - 1)
+    names = [act_name("pattern", i) for i in range(L)] + [last]
+    logits, cache = lm.run_with_cache(list(ids), names, position=position, causal=causal)
+    attention = torch.stack([cache[act_name("pattern", i)][0] for i in range(L)])
+    return RunOutputs(attention.float().cpu(), cache[last][0].float().cpu(), logits[0].float().cpu())
 
 
 @dataclass(frozen=True)
@@ -168,13 +155,13 @@ def permutation_experiment(
     ids, perm = lm.ids_of(ids), [int(p) for p in perm]
     if sorted(perm) != list(range(len(ids))):
         raise ValueError(f"the permutation must list each of the positions 0..{len(ids) - 1} exactly once")
-    check_head(lm.config, layer, head)
+    lm.check_heads([(layer, head)])
     inv = inverse(perm)
     shuffled = [ids[p] for p in perm]
     out = []
     for position, causal in conditions:
-        a = run_outputs(lm.net, ids, position, causal)
-        b = run_outputs(lm.net, shuffled, position, causal)
+        a = run_outputs(lm, ids, position, causal)
+        b = run_outputs(lm, shuffled, position, causal)
         back = b.attention[:, :, inv][:, :, :, inv]  # original (i, j) <- permuted (inv[i], inv[j])
         out.append(
             PermutedCondition(
@@ -191,13 +178,6 @@ def permutation_experiment(
             )
         )
     return PermutationResult(ids, lm.tokenizer.displays(ids), perm, layer, head, out)
-
-
-def check_head(cfg: ModelConfig, layer: int, head: int) -> None:
-    if not 0 <= layer < cfg.n_layer:
-        raise ValueError(f"layer {layer} is out of range: the model has layers 0..{cfg.n_layer - 1}")
-    if not 0 <= head < cfg.n_head:
-        raise ValueError(f"head {head} is out of range: the model has heads 0..{cfg.n_head - 1}")
 
 
 def _max_abs(x: torch.Tensor) -> float:
@@ -277,8 +257,8 @@ def compare_orders(
         raise ValueError(f"focus {focus} is out of range: the first prompt has {len(ids_a)} tokens")
     out = []
     for position, causal in CONDITIONS:
-        a = run_outputs(lm.net, ids_a, position, causal)
-        b = run_outputs(lm.net, ids_b, position, causal)
+        a = run_outputs(lm, ids_a, position, causal)
+        b = run_outputs(lm, ids_b, position, causal)
         diffs = (a.resid - b.resid[match]).abs().amax(dim=-1)
         fa, fb = a.resid[focus], b.resid[match[focus]]
         out.append(
@@ -389,16 +369,15 @@ def model_qk(
     """The real query of token `query` and key of token `key` for one head, *before* RoPE rotates them
     (so the offset curves can place the same pair at any positions)."""
     ids = lm.ids_of(ids)
-    check_head(lm.config, layer, head)
+    lm.check_heads([(layer, head)])
     for name, i in (("query", query), ("key", key)):
         if not 0 <= i < len(ids):
             raise ValueError(f"{name} token {i} is out of range: the prompt has {len(ids)} tokens")
     cfg, net = lm.config, lm.net
-    name = f"blocks.{layer}.hook_resid_pre"
-    run = Run(capture={name})
-    net.residual_stream(torch.tensor([ids], device=lm.device), run)
+    name = act_name("resid_pre", layer)
+    _, cache = lm.run_with_cache(ids, [name], logits=False)
     attn = net.blocks[layer].attn
-    x = net.blocks[layer].ln1(run.cache[name][0])  # (n, D)
+    x = net.blocks[layer].ln1(cache[name][0])  # (n, D)
     q = attn.q_proj(x[query]).view(cfg.n_head, cfg.hd)[head]
     k = attn.k_proj(x[key]).view(cfg.n_kv_head, cfg.hd)[head // cfg.n_rep]  # GQA: shared K head
     return q.float().cpu(), k.float().cpu()
@@ -411,7 +390,7 @@ def model_inv_freq(cfg: ModelConfig) -> torch.Tensor:
 
 def _require_rope(cfg: ModelConfig) -> None:
     if cfg.positional != "rope":
-        raise ValueError(f"{cfg.name} uses learned position embeddings, not RoPE: {LEARNED_NOTE}")
+        raise ValueError(f"{cfg.name} uses learned position embeddings, not RoPE")
 
 
 # ---------------------------------------------------------------- GPT-2: learned positions

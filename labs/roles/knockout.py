@@ -15,8 +15,9 @@ import torch
 
 from model.lm import LanguageModel
 
-from .atlas import head_name, repeat_length
-from .probes import INDUCTION_SEEDS, copy_losses, induction_probe
+from ..predict import kl_divergence
+from .atlas import head_name
+from .probes import INDUCTION_SEEDS, copy_losses, induction_probe, repeat_length
 
 Head = tuple[int, int]
 RANDOM_DRAWS = 5  # random head sets to compare against; their mean is the baseline
@@ -55,21 +56,6 @@ class RepeatKnockout:
         return sum(self.second_random) / len(self.second_random) if self.second_random else None
 
 
-def check_heads(lm: LanguageModel, heads: Sequence[Head]) -> list[Head]:
-    cfg = lm.config
-    out = []
-    for layer, head in heads:
-        if not (0 <= layer < cfg.n_layer and 0 <= head < cfg.n_head):
-            raise ValueError(
-                f"there is no head L{layer}H{head}: the model has {cfg.n_layer} layers of {cfg.n_head} heads"
-            )
-        if (layer, head) not in out:
-            out.append((int(layer), int(head)))
-    if not out:
-        raise ValueError("name at least one head to knock out")
-    return out
-
-
 def top_probs(lm: LanguageModel, probs: torch.Tensor, k: int) -> list[TokenProb]:
     top = probs.topk(min(k, probs.shape[-1]))
     return [
@@ -91,12 +77,11 @@ def effect_from_logits(
     lm: LanguageModel, ids: Sequence[int], intact: torch.Tensor, ablated: torch.Tensor, k: int = 5
 ) -> NextTokenEffect:
     """The effect from next-token logits (V,) computed elsewhere, e.g. with a temperature applied."""
-    lp, lq = torch.log_softmax(intact.float(), -1), torch.log_softmax(ablated.float(), -1)
-    p0, p1 = lp.exp(), lq.exp()
+    p0, p1 = torch.log_softmax(intact.float(), -1).exp(), torch.log_softmax(ablated.float(), -1).exp()
     before = top_probs(lm, p0, k)
-    kl = (p0 * (lp - lq)).sum().item()
+    kl = kl_divergence(intact, ablated)
     return NextTokenEffect(
-        lm.tokenizer.displays(list(ids)), before, top_probs(lm, p1, k), p1[before[0].id].item(), max(kl, 0.0)
+        lm.tokenizer.displays(list(ids)), before, top_probs(lm, p1, k), p1[before[0].id].item(), kl
     )
 
 
@@ -105,7 +90,7 @@ def repeat_losses(lm: LanguageModel, heads: Sequence[Head] = (), mode: str = "ze
     """(first-copy, second-copy) loss on the repeated random probes, one batched forward pass."""
     R = repeat_length(lm)
     batch = [induction_probe(lm.config.vocab_size, s, R) for s in INDUCTION_SEEDS]
-    logits = lm.net(torch.tensor(batch, device=lm.device), lm.make_run(ablate=list(heads), ablate_mode=mode))
+    logits, _ = lm.run_with_cache(batch, [], ablate=list(heads), ablate_mode=mode)
     losses = [copy_losses(lg, ids, R) for lg, ids in zip(logits, batch, strict=True)]
     return sum(a for a, _ in losses) / len(losses), sum(b for _, b in losses) / len(losses)
 
@@ -123,7 +108,9 @@ def random_other_heads(lm: LanguageModel, heads: Sequence[Head], draws: int, see
 def repeat_knockout(
     lm: LanguageModel, heads: Sequence[Head], mode: str = "zero", draws: int = RANDOM_DRAWS, seed: int = 0
 ) -> RepeatKnockout:
-    heads = check_heads(lm, heads)
+    heads = lm.check_heads(heads)
+    if not heads:
+        raise ValueError("name at least one head to knock out")
     first, second = repeat_losses(lm)
     _, ablated = repeat_losses(lm, heads, mode)
     sets = random_other_heads(lm, heads, draws, seed)
@@ -131,57 +118,15 @@ def repeat_knockout(
     return RepeatKnockout(repeat_length(lm), first, second, ablated, sets, rand)
 
 
-def heads_phrase(heads: Sequence[Head]) -> str:
-    names = [head_name(*h) for h in heads]
-    if len(names) <= 1:
-        return "".join(names)
-    if len(names) > 6:
-        return f"{len(names)} heads ({', '.join(names[:5])}, ...)"
-    return ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def repeat_sentence(heads: Sequence[Head], r: RepeatKnockout) -> str:
-    """A sentence a class can read: what knocking the heads out does to continuing a repeat."""
-    who = f"Without {heads_phrase(heads)}"
-    losses = f"loss on the second copy {r.second:.1f} → {r.second_ablated:.1f}"
-    gap = r.first - r.second  # how much the second copy gains from having seen the first
-    if gap < 0.1 * r.first:
-        return (
-            "This model does not continue repeated sequences even with every head in place "
-            f"(without {heads_phrase(heads)}: {losses})."
-        )
-    lost = (r.second_ablated - r.second) / gap
-    if lost >= 0.5:
-        verdict = "the model can no longer continue the repeated sequence"
-    elif lost >= 0.15:
-        verdict = "the model continues the repeated sequence less well"
-    else:
-        verdict = "the model still continues the repeated sequence"
-    random_part = ""
-    if r.random_heads and r.second_random_mean is not None:
-        k = len(r.random_heads[0])
-        random_part = (f" (knocking out {k} random other head{'s' if k > 1 else ''} instead: "
-                       f"{r.second:.1f} → {r.second_random_mean:.1f})")  # fmt: skip
-    return f"{who} {verdict}: {losses}{random_part}."
-
-
-def next_token_sentence(heads: Sequence[Head], e: NextTokenEffect) -> str:
-    b, a = e.before[0], e.after[0]
-    after = f"“{e.tokens[-1]}”"
-    who = f"Without {heads_phrase(heads)}"
-    if a.id == b.id:
-        return f"{who} the top guess after {after} stays “{b.token}” ({b.prob:.0%} → {a.prob:.0%})."
-    return (f"{who} the top guess after {after} changes from “{b.token}” ({b.prob:.0%}, now {e.before_top_after:.0%}) "
-            f"to “{a.token}” ({a.prob:.0%}).")  # fmt: skip
-
-
 def main() -> None:
-    """`python -m labs.roles.knockout [model] [prompt]`: every role's heads and what knocking them out does."""
+    """`python -m labs.roles.knockout [model] [prompt]`: every role's heads and what knocking them out does
+    (numbers only; the sentences a class reads are written by the server, app/heads/text.py)."""
     import sys
 
     from model.loading import load
 
-    from .atlas import ROLES, head_atlas
+    from .atlas import head_atlas
+    from .registry import ROLES
 
     lm = load(sys.argv[1] if len(sys.argv) > 1 else "classroom")
     prompt = sys.argv[2] if len(sys.argv) > 2 else "Lily had a red ball. She"
@@ -195,8 +140,10 @@ def main() -> None:
         )
         group = heads or best[:1]
         r = repeat_knockout(lm, group)
-        print(f"  {repeat_sentence(group, r)}")
-        print(f"  {next_token_sentence(group, next_token_effect(lm, prompt, group))}")
+        e = next_token_effect(lm, prompt, group)
+        print(f"  without {[head_name(*h) for h in group]}: second-copy loss {r.second:.2f} -> {r.second_ablated:.2f}"
+              f" (random heads: {r.second_random_mean or float('nan'):.2f}); top next token {e.before[0].token!r} -> {e.after[0].token!r},"
+              f" KL {e.kl:.3f} nats")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import { loadPlotly } from "./plot.js";
 import { pngButton } from "./png.js";
 import * as store from "./store.js";
 import { displayToText, markTokens, renderTokens } from "./tokens.js";
-import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, showRoles } from "./explorer_roles.js";
+import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, scoreText, showRoles } from "./explorer_roles.js";
 import { gridCanvas, renderGrid, updateGrid } from "./views/grid.js";
 import { highlightHeatmap, renderHeatmap } from "./views/heatmap.js";
 import { renderLens } from "./views/lens.js";
@@ -248,21 +248,15 @@ async function fetchExact(key, layer, head) {
   }
 }
 
-const SCORE_TEXT = {
-  previous_token: ["previous token", "mean attention from each token to the one just before it"],
-  first_token: ["first token (sink)", "mean attention from every later token to token 0"],
-  self: ["self", "mean attention of a token to itself"],
-  entropy: ["entropy", "bits per row: 0 = looks at one token, higher = spread out"],
-};
-
 function renderScores(scores) {
   if (!scores) {
     ui.scores.replaceChildren();
     return;
   }
   const items = [];
+  const text = scoreText(current?.model); // names and help from /api/heads
   for (const [k, v] of Object.entries(scores)) {
-    const [name, help] = SCORE_TEXT[k] || [k.replace(/_/g, " "), ""];
+    const [name, help] = text.get(k) || [k.replace(/_/g, " "), ""];
     const dt = document.createElement("dt");
     dt.textContent = name;
     dt.title = help;

@@ -64,8 +64,11 @@ export function mountHeadKnockout({ button, result, error }, getContext) {
 
 // ---- the open head's role scores on the prompt itself (induction shows on a repeated sentence) ----
 
-const SHOWN = [["previous_token", "previous-token"], ["induction", "induction"], ["duplicate_token", "duplicate"],
-  ["first_token", "sink"], ["local", "local"]];
+// The roles /api/heads/prompt scores, named as /api/heads names them (the page holds no role names).
+const shownRoles = (model, scores) => (loaded.get(model || "")?.roles.roles || []).filter((r) => r.key in scores);
+// [name, help] of each summary score of POST /api/head, from /api/heads (empty until it has answered).
+export const scoreText = (model) =>
+  new Map((loaded.get(model || "")?.roles.head_scores || []).map((s) => [s.key, [s.name, s.explanation]]));
 const promptScores = new Map(); // "model|prompt" -> Promise of /api/heads/prompt
 
 // One prompt and one head: a knock-out result or a score line belongs to exactly this.
@@ -87,8 +90,9 @@ async function showPromptScores(c) {
     return; // the line stays empty: the knock-out itself reports errors
   }
   if (ko.key !== headKey(c)) return; // another head was opened meanwhile
-  const parts = SHOWN.filter(([k]) => res.scores[k]).map(([k, name]) => `${name} ${res.scores[k][c.layer][c.head].toFixed(2)}`);
-  const missing = SHOWN.filter(([k]) => !res.scores[k]).map(([, name]) => name);
+  const shown = shownRoles(c.model, res.scores);
+  const parts = shown.filter((r) => res.scores[r.key]).map((r) => `${r.name} ${res.scores[r.key][c.layer][c.head].toFixed(2)}`);
+  const missing = shown.filter((r) => !res.scores[r.key]).map((r) => r.name);
   ko.onPrompt.textContent = `Role scores of ${headName(c.layer, c.head)} on this prompt: ${parts.join(" · ")}` +
     (missing.length ? ` (${missing.join(", ")}: the prompt repeats no token or is too short).` : ".");
 }

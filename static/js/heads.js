@@ -5,16 +5,6 @@
 import * as api from "./api.js";
 import { LUT } from "./colors.js";
 
-// Short badge text per role; the full name, score and explanation go in the tooltip.
-export const SHORT = {
-  previous_token: "prev",
-  induction: "induct",
-  duplicate_token: "dup",
-  first_token: "sink",
-  local: "local",
-  pronoun: "pron",
-};
-
 const rolesCache = new Map(); // model name ("" = default) -> Promise of /api/heads
 
 // The roles of a model, fetched once per page (the server computes them once per model).
@@ -39,7 +29,7 @@ export function badgeMap(roles) {
       const k = `${layer},${head}`;
       if (!out.has(k)) out.set(k, []);
       out.get(k).push({
-        label: SHORT[role.key] || role.key,
+        label: role.label, // short badge text from /api/heads; name, score and explanation in the tooltip
         title: `${role.name} head (score ${score.toFixed(2)}, labelled from ${role.threshold}): ${role.explanation}`,
       });
     }

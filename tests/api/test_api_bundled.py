@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.service import decode_attention
+from app.wire import decode_attention
 from labs.census import param_census
 from model import load
 from tests.api_helpers import client_for

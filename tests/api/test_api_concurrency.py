@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from app.main import create_app
-from app.service import ByteLRU, decode_attention
+from app.runtime import ByteLRU
 from app.settings import Settings
+from app.wire import decode_attention
 from model import load
 from tests.api_helpers import client_for, live_server, save_tiny
 
@@ -56,7 +57,7 @@ def test_api_two_instances_give_identical_answers(folder):
         ("/api/models", None),
     ]
     with client_for(folder) as a, client_for(folder) as b:
-        assert a.app.state.service is not b.app.state.service
+        assert a.app.state.runtime is not b.app.state.runtime
         for path, body in requests:
             ra = a.post(path, json=body) if body else a.get(path)
             rb = b.post(path, json=body) if body else b.get(path)

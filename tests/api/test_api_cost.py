@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import app.service as service_module
+import app.cost.handler as service_module
 from app.exclusive import exclusive
 from labs.census import param_census
 from labs.cost import REFERENCE
@@ -109,7 +109,7 @@ def test_api_anatomy_numbers_match_the_model(client, tiny_folder):
     r = client.post("/api/anatomy", json={"prompt": PROMPT, "top_k": 3})
     assert r.status_code == 200, r.text
     body = r.json()
-    lm = client.app.state.service.lm(None)
+    lm = client.app.state.runtime.lm(None)
     ids = lm.encode(PROMPT)
     n = len(ids)
     assert body["n"] == n and body["token_ids"] == ids and body["tokens"] == lm.tokenizer.displays(ids)

@@ -6,10 +6,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.service import decode_attention
 from app.settings import Settings
-from labs.roles.atlas import ROLES, compute_atlas
+from app.wire import decode_attention
+from labs.roles.atlas import compute_atlas
 from labs.roles.knockout import repeat_losses
+from labs.roles.registry import HEAD_SCORES, ROLES
 from model import save
 from model.loading import bundled_path
 from tests.tiny import make_tokenizer, tiny_model
@@ -36,7 +37,7 @@ def test_api_heads_lists_every_role_with_scores_and_labels(client, tiny_folder):
     body = r.json()
     assert body["model"] == tiny_folder.name and (body["n_layer"], body["n_head"]) == (2, 4)
     assert [x["key"] for x in body["roles"]] == [role.key for role in ROLES]
-    lm = client.app.state.service.lm(None)
+    lm = client.app.state.runtime.lm(None)
     atlas = compute_atlas(lm)
     for role in body["roles"]:
         assert len(role["scores"]) == 2 and all(len(row) == 4 for row in role["scores"])
@@ -50,13 +51,26 @@ def test_api_heads_lists_every_role_with_scores_and_labels(client, tiny_folder):
     assert {p["key"] for p in body["probes"]} == {"prose", "repeat", "pronoun"}
 
 
+def test_api_heads_carries_the_badge_labels_and_the_head_score_texts(client):
+    """The pages hold no role names: badges, names and score help all come from /api/heads."""
+    body = client.get("/api/heads").json()
+    assert [(x["key"], x["label"], x["name"]) for x in body["roles"]] == [
+        (r.key, r.label, r.name) for r in ROLES
+    ]
+    assert [x["label"] for x in body["roles"]] == ["prev", "induct", "dup", "sink", "local", "pron"]
+    assert [s["key"] for s in body["head_scores"]] == [s.key for s in HEAD_SCORES]
+    assert all(s["name"] and s["explanation"] for s in body["head_scores"])
+    head = client.post("/api/head", json={"prompt": PROMPT, "layer": 0, "head": 0}).json()
+    assert list(head["scores"]) == [s["key"] for s in body["head_scores"]]
+
+
 def test_api_heads_probe_sends_every_head_on_the_probe(client):
     body = client.get("/api/heads/probe", params={"probe": "repeat"}).json()
     R = client.get("/api/heads").json()["repeat_length"]
     assert body["n"] == 2 * R and body["tokens"][:R] == body["tokens"][R:]
     att = decode_attention(body["attention"])
     assert att.shape == (2, 4, 2 * R, 2 * R)
-    lm = client.app.state.service.lm(None)
+    lm = client.app.state.runtime.lm(None)
     ref = lm.trace(body["token_ids"]).attention
     assert (att - ref).abs().max() <= 1 / 255
 
@@ -161,7 +175,7 @@ def test_api_heads_role_group_ablation_on_the_bundled_model():
         body = r.json()
         assert body["heads"] == [[h["layer"], h["head"]] for h in roles[role]["heads"]]
         heads = [tuple(h) for h in body["heads"]]
-        lm = c.app.state.service.lm(None)
+        lm = c.app.state.runtime.lm(None)
         assert body["repeat"]["second_copy_loss_ablated"] == pytest.approx(
             repeat_losses(lm, heads)[1], abs=1e-3
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.schemas import ModelsResponse
+from app.trace.schemas import ModelsResponse
 from labs.census import param_census
 from model.loading import load
 from tests.api_helpers import client_for, save_tiny

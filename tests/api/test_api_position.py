@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from app.schemas_position import PermutationResponse, RopeResponse, WordOrderResponse
+from app.position.schemas import PermutationResponse, RopeResponse, WordOrderResponse
 from labs.position import make_permutation, permutation_experiment
 from model import load
 from tests.api_helpers import client_for, save_tiny

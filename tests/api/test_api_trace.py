@@ -7,8 +7,8 @@ import base64
 import pytest
 import torch
 
-from app.schemas import AblationResponse, HeadResponse, TraceResponse
-from app.service import decode_attention, encode_attention
+from app.trace.schemas import AblationResponse, HeadResponse, TraceResponse
+from app.wire import decode_attention, encode_attention
 from model import load
 from tests.api_helpers import client_for, save_tiny
 
@@ -139,7 +139,7 @@ def test_api_ablation_compares_intact_and_knocked_out(client, lm):
 
 def test_api_responses_are_cached_by_content(folder):
     with client_for(folder) as client:
-        cache = client.app.state.service.cache
+        cache = client.app.state.runtime.cache
         a = client.post("/api/trace", json={"prompt": PROMPT}).content
         b = client.post("/api/trace", json={"prompt": PROMPT, "model": "tiny", "top_k": 10}).content
         c = client.post("/api/trace", json={"prompt": PROMPT, "top_k": 3}).content

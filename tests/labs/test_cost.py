@@ -14,7 +14,6 @@ from labs.cost import (
     feed_forward_share,
     fit_exponent,
     flops,
-    human_bytes,
     kv_cache,
     kv_cache_bytes,
     ladder,
@@ -123,12 +122,6 @@ def test_curves_run_from_16_to_131072_and_match_the_pointwise_numbers():
     i = ns.index(8192)
     assert c["kv_bytes"][i] == kv_cache_bytes(L3, 8192) and c["kv_mha_bytes"][i] == 4 * c["kv_bytes"][i]
     assert c["feed_forward"][i] == flops(L3, 8192)["per_layer"]["feed_forward"]
-
-
-def test_human_bytes():
-    assert human_bytes(40_000) == "40 KB"
-    assert human_bytes(4e10) == "40 GB"
-    assert human_bytes(512) == "512 B"
 
 
 def test_ladder_is_powers_of_two_up_to_the_cap():

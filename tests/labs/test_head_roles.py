@@ -5,31 +5,19 @@ from __future__ import annotations
 import pytest
 import torch
 
-from labs.roles.atlas import (
-    ROLE_BY_KEY,
-    ROLES,
-    compute_atlas,
+from labs.roles.atlas import compute_atlas, head_atlas
+from labs.roles.detectors import (
     duplicate_token_scores,
     first_token_scores,
-    head_atlas,
-    label_heads,
+    induction_scores,
     local_scores,
-    prompt_scores,
-    pronoun_probe,
+    previous_token_scores,
     pronoun_scores,
     token_induction_scores,
 )
-from labs.roles.knockout import (
-    RepeatKnockout,
-    check_heads,
-    next_token_effect,
-    next_token_sentence,
-    random_other_heads,
-    repeat_knockout,
-    repeat_losses,
-    repeat_sentence,
-)
-from labs.roles.probes import copy_losses, induction_probe, induction_scores, previous_token_scores
+from labs.roles.knockout import next_token_effect, random_other_heads, repeat_knockout, repeat_losses
+from labs.roles.probes import copy_losses, induction_probe, pronoun_probe
+from labs.roles.registry import ROLE_BY_KEY, ROLES, label_heads, prompt_scores
 from model.loading import bundled_path, load
 
 
@@ -182,7 +170,7 @@ def test_atlas_scores_every_head_once_per_model(tiny_lm):
 
 def test_atlas_pronoun_scores_equal_one_sentence_at_a_time(tiny_lm):
     # The atlas pads the sentences into one batch; each sentence traced alone must give the same.
-    from labs.roles.atlas import PRONOUN_PROBES
+    from labs.roles.probes import PRONOUN_PROBES
 
     atlas = compute_atlas(tiny_lm)
     alone = []
@@ -196,8 +184,7 @@ def test_atlas_pronoun_scores_equal_one_sentence_at_a_time(tiny_lm):
 
 def test_repeat_losses_match_the_card_definition(tiny_lm):
     # The batched probe loss equals copy_losses on one traced sequence at a time.
-    from labs.roles.atlas import repeat_length
-    from labs.roles.probes import INDUCTION_SEEDS
+    from labs.roles.probes import INDUCTION_SEEDS, repeat_length
 
     R = repeat_length(tiny_lm)
     per_seed = []
@@ -217,12 +204,12 @@ def test_knocking_out_a_head_changes_next_token_probabilities(tiny_lm):
     assert same.tokens[-1] == tiny_lm.tokenizer.displays(tiny_lm.encode("The cat sat on the"))[-1]
 
 
-def test_check_heads_rejects_unknown_heads_in_words(tiny_lm):
-    with pytest.raises(ValueError, match="no head L5H0"):
-        check_heads(tiny_lm, [(5, 0)])
+def test_repeat_knockout_checks_heads_with_the_models_wording(tiny_lm):
+    with pytest.raises(ValueError, match=r"no head \[5, 0\]"):
+        repeat_knockout(tiny_lm, [(5, 0)])
     with pytest.raises(ValueError, match="at least one head"):
-        check_heads(tiny_lm, [])
-    assert check_heads(tiny_lm, [(1, 2), (1, 2)]) == [(1, 2)]
+        repeat_knockout(tiny_lm, [])
+    assert tiny_lm.check_heads([(1, 2), (1, 2)]) == [(1, 2)]
 
 
 def test_random_other_heads_are_seeded_and_exclude_the_knocked_out(tiny_lm):
@@ -237,31 +224,6 @@ def test_repeat_knockout_on_a_small_model(tiny_lm):
     r = repeat_knockout(tiny_lm, [(1, 0)], "zero", draws=3, seed=0)
     assert r.second_ablated == pytest.approx(repeat_losses(tiny_lm, [(1, 0)])[1])
     assert len(r.second_random) == 3 and all((1, 0) not in s for s in r.random_heads)
-
-
-def test_sentences_read_for_a_class():
-    r = RepeatKnockout(
-        48, first=7.0, second=0.4, second_ablated=6.1, random_heads=[[(0, 1)]], second_random=[0.5]
-    )
-    assert repeat_sentence([(2, 5)], r) == (
-        "Without L2H5 the model can no longer continue the repeated sequence: loss on the second copy "
-        "0.4 → 6.1 (knocking out 1 random other head instead: 0.4 → 0.5)."
-    )
-    r2 = RepeatKnockout(48, 7.0, 0.4, 0.6, [[(0, 1), (0, 2)]], [0.5])
-    assert "still continues" in repeat_sentence([(2, 5), (3, 1)], r2)
-    assert "L2H5 and L3H1" in repeat_sentence([(2, 5), (3, 1)], r2)
-    r3 = RepeatKnockout(48, 7.0, 6.9, 7.0, [], [])
-    assert repeat_sentence([(0, 0)], r3) == (
-        "This model does not continue repeated sequences even with every head in place "
-        "(without L0H0: loss on the second copy 6.9 → 7.0)."
-    )
-
-    from labs.roles.knockout import NextTokenEffect, TokenProb
-
-    e = NextTokenEffect(["She"], [TokenProb(1, "·had", 0.54)], [TokenProb(2, "·was", 0.3)], 0.1, 0.4)
-    assert next_token_sentence([(1, 2)], e) == (
-        "Without L1H2 the top guess after “She” changes from “·had” (54%, now 10%) to “·was” (30%)."
-    )
 
 
 # ---- the bundled classroom model: the heads its model card reports are found again ----------------
@@ -310,4 +272,4 @@ def test_knocking_out_the_top_induction_heads_breaks_copying_more_than_random_he
     r = repeat_knockout(lm, heads, "zero", draws=5, seed=0)
     rise, rise_random = r.second_ablated - r.second, r.second_random_mean - r.second
     # "Far more": at least 1 nat of the copying benefit lost, and 4x what random heads cost.
-    assert rise > 1.0 and rise > 4 * max(rise_random, 0.05), (rise, rise_random, repeat_sentence(heads, r))
+    assert rise > 1.0 and rise > 4 * max(rise_random, 0.05), (rise, rise_random, r)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from .. import service_position as lab
-from ..deps import Service
+from ..deps import Rt, json
 from ..schemas import ERRORS
-from ..schemas_position import (
+from . import handler
+from .schemas import (
     PermutationRequest,
     PermutationResponse,
     RopeRequest,
@@ -23,25 +23,25 @@ router = APIRouter(tags=["position"])
 @router.post(
     "/api/permutation", response_model=PermutationResponse, responses=ERRORS, summary="Shuffle the tokens"
 )
-def permutation(req: PermutationRequest, service: Service) -> Response:
+def permutation(req: PermutationRequest, rt: Rt) -> Response:
     """Runs the prompt and a permutation of its tokens with position off/on and the causal mask off/on,
     puts the permuted run back in the original order (its attention[inverse[i], inverse[j]] beside the
     original's attention[i, j]) and reports what changed: with neither position nor mask only float
     rounding (~1e-7) is left, because attention alone is permutation-equivariant."""
-    return Response(lab.permutation(service, req), media_type="application/json")
+    return json(handler.permutation(rt, req))
 
 
 @router.post("/api/word-order", response_model=WordOrderResponse, responses=ERRORS, summary="Dog bites man")
-def word_order(req: WordOrderRequest, service: Service) -> Response:
+def word_order(req: WordOrderRequest, rt: Rt) -> Response:
     """Two sentences made of the same tokens in different orders ("The dog bites the man." and "The man
     bites the dog."): each token's final representation and the next-token prediction, compared with
     position off/on and the causal mask off/on."""
-    return Response(lab.word_order(service, req), media_type="application/json")
+    return json(handler.word_order(rt, req))
 
 
 @router.post("/api/rope", response_model=RopeResponse, responses=ERRORS, summary="The RoPE clock")
-def rope(req: RopeRequest, service: Service) -> Response:
+def rope(req: RopeRequest, rt: Rt) -> Response:
     """RoPE models: every hand's angle over the positions (at a position-interpolation scale), and the
     score of one query/key pair against the offset m - n at several absolute positions. GPT-2-style
     models: their learned position embeddings (similarity and principal components) instead."""
-    return Response(lab.rope(service, req), media_type="application/json")
+    return json(handler.rope(rt, req))

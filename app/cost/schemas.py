@@ -1,17 +1,14 @@
-"""Request and response bodies of the cost lab (/api/cost, /api/cost/timing) and anatomy (/api/anatomy)."""
+"""Request and response bodies of the cost lab (/api/cost, /api/cost/timing)."""
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
-from .schemas import EXAMPLE_PROMPT, Params, PromptRequest, Strict, TokenProb
+from ..schemas import Params, Strict
+from ..schemas import examples as _examples
 
 # Pure arithmetic, so it could go further; 2^20 keeps every count below 2^53, exact in JavaScript.
 MAX_ARITHMETIC_N = 2**20
-
-
-def _examples(*examples: dict) -> ConfigDict:
-    return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples)})
 
 
 class CostRequest(Strict):
@@ -28,13 +25,6 @@ class TimingRequest(Strict):
         description="Largest n of the 16, 32, 64 ... ladder (at most limits.max_cost_n); null = the server's default.",
     )  # fmt: skip
     repeats: int = Field(default=3, ge=1, le=7, description="Timed runs per size; the median is reported.")
-
-
-class AnatomyRequest(PromptRequest):
-    model_config = _examples({"prompt": EXAMPLE_PROMPT}, {"prompt": "The cat sat", "top_k": 3})
-    top_k: int = Field(
-        default=5, ge=1, le=20, description="Next-token candidates per position at the softmax."
-    )
 
 
 # ---- responses ----
@@ -146,52 +136,3 @@ class TimingResponse(Strict):
     skipped: list[int] = Field(description="Sizes left out so the request stays within its time budget.")
     fits: dict[str, Fit]
     sentence: str
-
-
-class BlockStage(Strict):
-    key: str
-    label: str
-
-
-class Block(Strict):
-    stages: list[BlockStage] = Field(description="x, norm, attention, add, norm, feed-forward, add.")
-    norms: list[list[list[float]]] = Field(description="[layer][stage][position] L2 norm of the vector.")
-    shapes: dict[str, list[int]] = Field(description="Tensor shapes inside one block (no batch).")
-
-
-class Step(Strict):
-    name: str
-    op: str | None = None
-    shape: list[int]
-    dims: list[str] = Field(description="Names of the shape's axes.")
-    layer: int | None = None
-    ids: list[int] | None = None
-    norms: list[float] | None = Field(
-        default=None, description="[position] L2 norm of what leaves this step."
-    )
-    max_logit: list[float] | None = None
-    top: list[list[TokenProb]] | None = Field(default=None, description="[position] next-token candidates.")
-
-
-class CensusEntry(Strict):
-    key: str
-    name: str
-    live: bool
-    params: Params
-    feed_forward_share: float = Field(
-        description="Feed-forward / (attention + feed-forward + norms) in the blocks."
-    )
-
-
-class AnatomyResponse(Strict):
-    model: str
-    n: int
-    tokens: list[str]
-    token_ids: list[int]
-    config: Arch
-    norm: str
-    mlp: str
-    positional: str
-    block: Block
-    pipeline: list[Step]
-    census: list[CensusEntry]

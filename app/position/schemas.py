@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from .schemas import PromptRequest, Strict, TokenProb
+from ..schemas import PromptRequest, Strict, TokenProb
+from ..schemas import examples as _examples
 
 # Four n x n matrices per condition travel as JSON floats; beyond this a map is unreadable anyway.
 MAX_PERMUTATION_TOKENS = 64
@@ -16,10 +17,6 @@ MAX_KEY_POSITION = 100_000
 MIN_RESCALE, MAX_RESCALE = 0.01, 64.0  # below 0.01 the angles of far positions stop being finite
 PERMUTATION_PROMPT = "The dog bites the man."
 SENTENCE_A, SENTENCE_B = "The dog bites the man.", "The man bites the dog."
-
-
-def _examples(*examples: dict) -> ConfigDict:
-    return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples)})
 
 
 class PermutationRequest(PromptRequest):

@@ -6,10 +6,13 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .schemas import AttentionPayload, Compared, Head, PromptRequest, Strict, TokenProb
+from labs.roles.probes import PROBE_KEYS
+from labs.roles.registry import ROLE_KEYS
 
-RoleKey = Literal["previous_token", "induction", "duplicate_token", "first_token", "local", "pronoun"]
-ProbeKey = Literal["prose", "repeat", "pronoun"]
+from ..schemas import AttentionPayload, Compared, Head, PromptRequest, Strict, TokenProb
+
+RoleKey = Literal[ROLE_KEYS]  # from the role registry: a new role is a new accepted key
+ProbeKey = Literal[PROBE_KEYS]
 
 
 class ScoredHead(Strict):
@@ -21,6 +24,7 @@ class ScoredHead(Strict):
 class RoleInfo(Strict):
     key: RoleKey
     name: str = Field(description="How the page names the role, e.g. 'previous-token'.")
+    label: str = Field(description="The short badge on a head, e.g. 'prev'.")
     threshold: float = Field(description="A head is labelled with the role when its score is at least this.")
     probe: ProbeKey = Field(description="The probe the role is scored on (see /api/heads/probe).")
     explanation: str = Field(description="One plain-English line for a class.")
@@ -28,6 +32,12 @@ class RoleInfo(Strict):
     scores: list[list[float]] = Field(description="[layer][head] score in [0, 1].")
     heads: list[ScoredHead] = Field(description="Heads labelled with the role, best first.")
     best: ScoredHead = Field(description="The highest-scoring head, labelled or not.")
+
+
+class ScoreInfo(Strict):
+    key: str = Field(description="A key of HeadResponse.scores (POST /api/head).")
+    name: str
+    explanation: str
 
 
 class ProbeInfo(Strict):
@@ -48,6 +58,7 @@ class HeadsResponse(Strict):
     probes: list[ProbeInfo]
     repeat_length: int = Field(description="Tokens in each copy of the repeated random probe.")
     local_window: int = Field(description="Tokens a local head's window covers, the token itself included.")
+    head_scores: list[ScoreInfo] = Field(description="What each summary score of POST /api/head means.")
 
 
 class ProbeResponse(Strict):

@@ -1,0 +1,1 @@
+"""The anatomy area of the API: router (routes), schemas (bodies), handler (work)."""

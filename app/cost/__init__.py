@@ -1,0 +1,1 @@
+"""The cost area of the API: router (routes), schemas (bodies), handler (work)."""

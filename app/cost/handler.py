@@ -1,0 +1,43 @@
+"""The cost lab: the chapter's arithmetic for any n (cached) and a fresh timing of the live model."""
+
+from __future__ import annotations
+
+import torch
+
+from labs.cost import cost_report, time_attention
+
+from ..errors import BadInput
+from ..exclusive import exclusive
+from ..runtime import Runtime
+from ..wire import rounded
+from . import text
+from .schemas import CostRequest, CostResponse, TimingRequest, TimingResponse
+
+TIMING_DEFAULT_N = 2048  # top of the cost lab's timing ladder unless asked: ~2-4 s on 2 CPU cores
+TIMING_BUDGET_S = 8.0  # a timing request stops climbing the ladder before it would take longer
+
+
+def cost(rt: Runtime, req: CostRequest) -> bytes:
+    lm = rt.lm(req.model)
+    return rt.cached("cost", lm, req, lambda: CostResponse(**cost_report(lm.config, lm.name, req.n)))
+
+
+def timing(rt: Runtime, req: TimingRequest) -> bytes:
+    """Not cached: each call is a fresh measurement. One at a time per server (app/exclusive.py)."""
+    lm = rt.lm(req.model)
+    cap = rt.settings.max_cost_n
+    max_n = req.max_n or min(TIMING_DEFAULT_N, cap)
+    if max_n > cap:
+        raise BadInput(f"max_n is {max_n}; this server times attention up to n = {cap} (limits.max_cost_n).")
+    with exclusive("timing", wait_s=TIMING_BUDGET_S + 2):
+        r = rt.run(lambda: time_attention(lm.net, max_n, req.repeats, TIMING_BUDGET_S))
+    t, fits = r["timing"], r["fits"]
+    return TimingResponse(
+        model=lm.name, device=next(lm.net.parameters()).device.type, threads=torch.get_num_threads(),
+        repeats=t.repeats, ns=t.ns, seconds={k: [rounded(x, 7) for x in v] for k, v in t.seconds.items()},
+        skipped=t.skipped,
+        fits={k: {"exponent": rounded(f["exponent"], 4), "doubling_factor": rounded(f["doubling_factor"], 4),
+                  "fit_from": f["fit_from"], "fit_ns": f["fit_ns"], "fitted": [rounded(x, 7) for x in f["fitted"]]}
+              for k, f in fits.items()},
+        sentence=text.timing_sentence(fits, t.ns),
+    ).model_dump_json().encode()  # fmt: skip

@@ -1,0 +1,1 @@
+"""The heads area of the API: router (routes), schemas (bodies), handler (work)."""

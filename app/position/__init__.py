@@ -1,0 +1,1 @@
+"""The position area of the API: router (routes), schemas (bodies), handler (work)."""

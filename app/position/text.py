@@ -1,0 +1,77 @@
+"""What the position lab's page reads in words (the numbers come from labs/position.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from labs.position import OrderComparison, RopeClock
+from model import LanguageModel
+from model.config import ModelConfig
+
+CAUSAL_NOTE = (
+    "With the causal mask, token i may only look at tokens 0..i, so shuffling changes what every token "
+    "is allowed to see: the model can infer order from its visible context even with no position signal."
+)
+LEARNED_NOTE = (
+    "This model adds a learned vector per absolute position to each token's embedding. Nothing rotates, "
+    "so there are no clock hands, and nothing forces a query-key score to depend only on the distance m - n."
+)
+
+
+def too_long(what: str, n: int, limit: int) -> str:
+    return (
+        f"{what} is {n} tokens long; the position lab takes at most {limit} "
+        "tokens, because every head's map is sent in full. Shorten it."
+    )
+
+
+def token_mismatch(lm: LanguageModel, ids_a: list[int], ids_b: list[int]) -> str:
+    ca, cb = Counter(ids_a), Counter(ids_b)
+    only_a = [repr(lm.tokenizer.display(i)) for i in (ca - cb).elements()]
+    only_b = [repr(lm.tokenizer.display(i)) for i in (cb - ca).elements()]
+    return (
+        "The two sentences must be made of the same tokens in another order. Only in the first: "
+        f"{', '.join(only_a) or 'nothing'}; only in the second: {', '.join(only_b) or 'nothing'}. "
+        "(A word at the start of a sentence is a different token from the same word after a space.)"
+    )
+
+
+def order_notes(cmp: OrderComparison) -> dict[str, str]:
+    f, fb = cmp.focus, cmp.match[cmp.focus]
+    word = cmp.tokens_a[f]
+    before_a, before_b = "".join(cmp.tokens_a[:f]) or "nothing", "".join(cmp.tokens_b[:fb]) or "nothing"
+    causal = (
+        f"With the causal mask, {word} sees only the tokens before it: {before_a} in the first sentence, "
+        f"{before_b} in the second. Different words before it give a different representation even with no "
+        "position at all; switch the mask off to see the effect of order alone."
+        if before_a != before_b
+        else f"With the causal mask, {word} sees the same tokens before it in both sentences ({before_a}), "
+        "but the tokens it attends to were themselves built from different prefixes."
+    )
+    last = (
+        "Both sentences end with the same token, so the next-token prediction is read at the same token."
+        if cmp.same_last_token
+        else f"The sentences end with different tokens ({cmp.tokens_a[-1]} and {cmp.tokens_b[-1]}), so their "
+        "next-token predictions are read at different tokens and differ even without position."
+    )
+    return {"causal": causal, "last": last}
+
+
+def random_detail(head_dim: int, seed: int) -> str:
+    return f"a random query and key (seed {seed}), {head_dim} numbers each"
+
+
+def model_detail(layer: int, head: int, query: int, key: int, tokens: list[str]) -> str:
+    return (
+        f"layer {layer} head {head}: the query of token {query} ({tokens[query]}) and the key "
+        f"of token {key} ({tokens[key]}), taken before RoPE and placed at every pair of positions"
+    )
+
+
+def rope_message(cfg: ModelConfig, clock: RopeClock) -> str:
+    p = clock.periods
+    return (
+        f"{len(p)} hands, one per pair of the {cfg.hd} dimensions of a head (base {cfg.rope_base:g}). "
+        f"The fastest turns once every {p[0]:.1f} positions: it tells neighbours apart. The slowest turns "
+        f"once every {p[-1]:,.0f} positions: it tells roughly where in the text you are."
+    )

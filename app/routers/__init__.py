@@ -1,1 +1,0 @@
-"""One router per area of the app; `create_app` includes each with one line."""

@@ -1,0 +1,124 @@
+"""Models, traces, one head in full, and ablation: validate, run the model, build the response model."""
+
+from __future__ import annotations
+
+import torch
+
+from labs.predict import kl_divergence, temper, top_k
+from labs.roles.registry import head_scores
+from model import LanguageModel, act_name
+
+from ..errors import BadInput
+from ..runtime import Runtime
+from ..schemas import Compared, TokenProb
+from ..wire import encode_attention, rounded
+from .schemas import (
+    AblationRequest,
+    AblationResponse,
+    HeadRequest,
+    HeadResponse,
+    ModelsResponse,
+    TraceRequest,
+    TraceResponse,
+)
+
+
+def models(rt: Runtime) -> ModelsResponse:
+    return ModelsResponse(**rt.models_info())
+
+
+def token_probs(lm: LanguageModel, ids: list[int], probs: list[float]) -> list[TokenProb]:
+    return [TokenProb(id=i, token=lm.tokenizer.display(i), prob=p) for i, p in zip(ids, probs, strict=True)]
+
+
+def trace(rt: Runtime, req: TraceRequest) -> bytes:
+    lm = rt.lm(req.model)
+    ablate = rt.check_heads(lm, req.ablate)
+    rt.check_top_k(req.top_k)
+    ids = rt.ids(lm, req.prompt)
+    req = req.model_copy(update={"ablate": ablate})
+
+    def build() -> TraceResponse:
+        t = lm.trace(ids, position=req.position, causal=req.causal, ablate=ablate, lens_k=rt.settings.lens_k)
+        top_ids, top_p = top_k(t.logits, req.top_k, req.temperature)
+        return TraceResponse(
+            model=lm.name, n=len(ids), tokens=t.tokens, token_ids=ids,
+            attention=encode_attention(t.attention, req.causal),
+            resid={"stages": t.stage_names, "norms": rounded(t.resid_norms, 4)},
+            writes={"attn": rounded(t.attn_write_norms, 4), "mlp": rounded(t.mlp_write_norms, 4)},
+            predictions=[
+                {"position": i, "top": token_probs(lm, row_ids, row_p)}
+                for i, (row_ids, row_p) in enumerate(zip(top_ids.tolist(), rounded(top_p, 6), strict=True))
+            ],
+            lens={
+                "k": t.lens_ids.shape[-1],
+                "tokens": [[lm.tokenizer.displays(row) for row in layer] for layer in t.lens_ids.tolist()],
+                "probs": rounded(t.lens_probs, 6),
+            },
+        )  # fmt: skip
+
+    return rt.cached("trace", lm, req, build)
+
+
+def head(rt: Runtime, req: HeadRequest) -> bytes:
+    lm = rt.lm(req.model)
+    rt.check_heads(lm, [(req.layer, req.head)])
+    ablate = rt.check_heads(lm, req.ablate)
+    ids = rt.ids(lm, req.prompt)
+    req = req.model_copy(update={"ablate": ablate})
+
+    def build() -> HeadResponse:
+        hook = act_name("pattern", req.layer)
+        _, cache = lm.run_with_cache(ids, [hook], logits=False, position=req.position, causal=req.causal,
+                                     ablate=ablate)  # fmt: skip
+        p = cache[hook][0, req.head].float().cpu()  # (n, n)
+        scores = {k: None if v is None else rounded(v, 5) for k, v in head_scores(p).items()}
+        return HeadResponse(model=lm.name, layer=req.layer, head=req.head, kv_head=req.head // lm.config.n_rep,
+                            n=len(ids), tokens=lm.tokenizer.displays(ids), pattern=rounded(p, 5),
+                            scores=scores)  # fmt: skip
+
+    return rt.cached("head", lm, req, build)
+
+
+def compare_distributions(
+    lm: LanguageModel, ids: list[int], index: int, intact: torch.Tensor, knocked: torch.Tensor, k: int
+) -> dict:
+    """Top-k of both next-token distributions, their union side by side, and KL(intact || ablated) in nats."""
+    p, q = torch.log_softmax(intact.float(), -1).exp(), torch.log_softmax(knocked.float(), -1).exp()
+    k = min(k, p.shape[-1])
+    top_p, top_q = p.topk(k).indices.tolist(), q.topk(k).indices.tolist()
+    union = top_p + [i for i in top_q if i not in top_p]
+
+    def row(i: int) -> Compared:
+        return Compared(id=i, token=lm.tokenizer.display(i), intact=rounded(p[i].item(), 6),
+                        ablated=rounded(q[i].item(), 6))  # fmt: skip
+
+    return {
+        "intact": token_probs(lm, top_p, [rounded(p[i].item(), 6) for i in top_p]),
+        "ablated": token_probs(lm, top_q, [rounded(q[i].item(), 6) for i in top_q]),
+        "rows": [row(i) for i in union],
+        "next_token": row(ids[index + 1]) if index + 1 < len(ids) else None,
+        "kl": rounded(kl_divergence(intact, knocked), 6),
+    }
+
+
+def ablation(rt: Runtime, req: AblationRequest) -> bytes:
+    lm = rt.lm(req.model)
+    ablate = rt.check_heads(lm, req.ablate)
+    rt.check_top_k(req.top_k)
+    ids = rt.ids(lm, req.prompt)
+    n = len(ids)
+    index = n - 1 if req.index is None else req.index
+    if not 0 <= index < n:
+        raise BadInput(f"index {req.index} is outside the prompt's {n} tokens (0-{n - 1}).")
+    req = req.model_copy(update={"ablate": ablate, "index": index})
+
+    def build() -> AblationResponse:
+        intact = temper(lm.logits(ids)[index], req.temperature)
+        knocked = temper(lm.logits(ids, ablate=ablate, ablate_mode=req.mode)[index], req.temperature)
+        return AblationResponse(
+            model=lm.name, n=n, tokens=lm.tokenizer.displays(ids), index=index, ablate=ablate, mode=req.mode,
+            **compare_distributions(lm, ids, index, intact, knocked, req.top_k),
+        )  # fmt: skip
+
+    return rt.cached("ablation", lm, req, build)

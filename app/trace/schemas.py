@@ -1,0 +1,175 @@
+"""Request and response bodies of /api/models, /api/trace, /api/head and /api/ablation."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..schemas import (
+    EXAMPLE_PROMPT,
+    AttentionPayload,
+    Compared,
+    Head,
+    Params,
+    PromptRequest,
+    Strict,
+    TokenProb,
+)
+from ..schemas import examples as _examples
+
+
+class Switches(PromptRequest):
+    position: bool = Field(default=True, description="False removes position information (RoPE or learned).")
+    causal: bool = Field(default=True, description="False lets every token attend to every other.")
+    ablate: list[Head] = Field(
+        default=[], max_length=4096, description="Heads knocked out, as [layer, head]."
+    )
+
+
+class TraceRequest(Switches):
+    model_config = _examples(
+        {"prompt": EXAMPLE_PROMPT},
+        {"prompt": EXAMPLE_PROMPT, "temperature": 0.7, "top_k": 5, "position": False, "ablate": [[1, 0]]},
+    )
+    temperature: float = Field(default=1.0, gt=0, le=100, description="Divides the logits before softmax.")
+    top_k: int = Field(default=10, ge=1, description="Predictions per position (at most limits.max_top_k).")
+
+
+class HeadRequest(Switches):
+    model_config = _examples({"prompt": EXAMPLE_PROMPT, "layer": 1, "head": 0})
+    layer: int = Field(ge=0, description="Layer index, from 0.")
+    head: int = Field(ge=0, description="Query-head index within the layer, from 0.")
+
+
+class AblationRequest(PromptRequest):
+    model_config = _examples(
+        {"prompt": EXAMPLE_PROMPT, "ablate": [[1, 0], [1, 1]]},
+        {"prompt": EXAMPLE_PROMPT, "ablate": [[0, 2]], "mode": "mean", "index": 3, "top_k": 5},
+    )
+    ablate: list[Head] = Field(
+        min_length=1, max_length=4096, description="Heads to knock out, as [layer, head]."
+    )
+    mode: Literal["zero", "mean"] = Field(
+        default="zero",
+        description="zero: the head writes nothing; mean: it writes its mean output over positions.",
+    )
+    index: int | None = Field(
+        default=None, description="Position whose next-token distribution is compared; null = the last token."
+    )
+    temperature: float = Field(default=1.0, gt=0, le=100)
+    top_k: int = Field(default=10, ge=1)
+
+
+# ---- responses ----
+
+
+class ModelInfo(Strict):
+    name: str
+    arch: Literal["llama", "gpt2"]
+    n_layer: int
+    n_head: int
+    n_kv_head: int
+    d_model: int
+    d_ff: int
+    head_dim: int
+    vocab_size: int
+    context_length: int
+    max_tokens: int = Field(description="Longest prompt accepted, in tokens, for this model.")
+    positional: Literal["rope", "learned"]
+    norm: str
+    mlp: str
+    rope_base: float
+    rope_scale: float
+    params: Params
+    has_card: bool
+
+
+class Limits(Strict):
+    max_prompt_chars: int
+    max_tokens: int = Field(description="Longest prompt in tokens for the default model (see each model).")
+    max_cost_n: int
+    max_request_bytes: int
+    max_top_k: int
+
+
+class ModelsResponse(Strict):
+    default: str
+    models: list[ModelInfo]
+    limits: Limits
+
+
+class Resid(Strict):
+    stages: list[str] = Field(description="2L+1 names: embed, then L{i} +attn and L{i} +mlp.")
+    norms: list[list[float]] = Field(description="[stage][position] L2 norm of the residual stream.")
+
+
+class Writes(Strict):
+    attn: list[list[float]] = Field(description="[layer][position] norm of what attention added.")
+    mlp: list[list[float]] = Field(description="[layer][position] norm of what the feed-forward added.")
+
+
+class Prediction(Strict):
+    position: int
+    top: list[TokenProb]
+
+
+class Lens(Strict):
+    k: int
+    tokens: list[list[list[str]]] = Field(
+        description="[layer][position][rank] after each layer, no temperature."
+    )
+    probs: list[list[list[float]]]
+
+
+class TraceResponse(Strict):
+    model: str
+    n: int
+    tokens: list[str]
+    token_ids: list[int]
+    attention: AttentionPayload
+    resid: Resid
+    writes: Writes
+    predictions: list[Prediction] = Field(
+        description="Top-k next tokens at every position, temperature applied."
+    )
+    lens: Lens
+
+
+class HeadScores(Strict):
+    previous_token: float | None = Field(
+        description="Mean attention from token i to i-1 (labs/roles/detectors.py); null for 1 token."
+    )
+    first_token: float | None = Field(
+        description="Mean attention from tokens 1..n-1 to token 0, where 'sink' heads rest "
+        "(labs/roles/detectors.py); null for 1 token."
+    )
+    self: float = Field(description="Mean attention of a token to itself.")
+    entropy: float = Field(description="Mean entropy of a row in bits: 0 = sharp, log2(n) = uniform.")
+
+
+class HeadResponse(Strict):
+    model: str
+    layer: int
+    head: int
+    kv_head: int = Field(description="The key/value head this query head reads (GQA groups).")
+    n: int
+    tokens: list[str]
+    pattern: list[list[float]] = Field(description="[query][key] attention probabilities.")
+    scores: HeadScores
+
+
+class AblationResponse(Strict):
+    model: str
+    n: int
+    tokens: list[str]
+    index: int
+    ablate: list[Head]
+    mode: Literal["zero", "mean"]
+    intact: list[TokenProb] = Field(description="Top-k with every head working.")
+    ablated: list[TokenProb] = Field(description="Top-k with the heads knocked out.")
+    rows: list[Compared] = Field(description="Union of both top-k lists with both probabilities.")
+    next_token: Compared | None = Field(
+        description="The prompt's actual next token, when index is not the last."
+    )
+    kl: float = Field(description="KL(intact || ablated) in nats (as labs/roles/knockout.py).")
