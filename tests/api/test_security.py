@@ -51,7 +51,7 @@ def test_security_csp_allows_only_same_origin_scripts(client):
         client.get("/docs"),
         client.post("/api/trace", json={"prompt": ""}),
     ]
-    responses += [client.get("/static/js/api.js"), client.get("/no-such-page")]
+    responses += [client.get("/static/js/lib/api.js"), client.get("/no-such-page")]
     for r in responses:
         d = directives(r.headers["content-security-policy"])
         where = f"{r.request.method} {r.request.url.path}"

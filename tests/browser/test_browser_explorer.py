@@ -335,7 +335,7 @@ def test_explorer_shows_markup_in_prompt_as_text_and_runs_nothing(live_server, p
     tags = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "<b>bold</b>"]
     shown = page.evaluate(
         """async (tags) => {
-             const { renderTokens } = await import('/static/js/tokens.js');
+             const { renderTokens } = await import('/static/js/views/tokens.js');
              const { renderHeatmap } = await import('/static/js/views/heatmap.js');
              const strip = document.createElement('div');
              const plot = document.createElement('div');
@@ -516,9 +516,9 @@ def test_explorer_modules_decode_what_the_api_sends(live_server, page):
     open_explorer(page, live_server, prompt=prompt)
     result = page.evaluate(
         """async (prompt) => {
-             const api = await import('/static/js/api.js');
-             const { decodeAttention, withoutSink } = await import('/static/js/attention.js');
-             const { displayToText } = await import('/static/js/tokens.js');
+             const api = await import('/static/js/lib/api.js');
+             const { decodeAttention, withoutSink } = await import('/static/js/lib/attention.js');
+             const { displayToText } = await import('/static/js/views/tokens.js');
              const t = await api.trace({ prompt });
              const att = decodeAttention(t.attention);
              let worst = 0, rowErr = 0;

@@ -43,7 +43,7 @@ def test_plotly_is_served_from_the_pip_package(client):
 
 
 def test_static_files_are_served(client):
-    r = client.get("/static/js/api.js")
+    r = client.get("/static/js/lib/api.js")
     assert r.status_code == 200 and "export" in r.text
     assert client.get("/static/js/no-such-file.js").status_code == 404
 

@@ -2,9 +2,9 @@
 // steps with the shape on every arrow, and the parameter census as stacked bars. Token text only ever
 // goes in through textContent (DOM) or plotText (Plotly).
 
-import { CATEGORY } from "../colors.js";
-import { fmtInt, fmtWords } from "../labs.js";
-import { baseLayout, config, plotText, react, theme } from "../plot.js";
+import { CATEGORY } from "../lib/colors.js";
+import { fmtInt, fmtWords } from "../lib/format.js";
+import { baseLayout, config, plotText, react, theme } from "../lib/plot.js";
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);

@@ -2,9 +2,9 @@
 // left and keys on the right; a line from query i to key j is as opaque and thick as the weight of that
 // attention. Hover a token to see only its lines. Drawn on canvas: thousands of lines stay fast.
 
-import { withoutSink } from "../attention.js";
-import { CATEGORY } from "../colors.js";
-import { theme } from "../plot.js";
+import { withoutSink } from "../lib/attention.js";
+import { CATEGORY } from "../lib/colors.js";
+import { theme } from "../lib/plot.js";
 
 const state = new WeakMap();
 

@@ -3,7 +3,7 @@
 // canvas maps; under them the verdict numbers, all computed by the server. Token text never goes in as
 // HTML: the maps carry numbers only, and the hover readout is set with textContent.
 
-import { LUT } from "../colors.js";
+import { LUT } from "../lib/colors.js";
 
 // PuOr (ColorBrewer): a diverging scale readable with the common colour-vision deficiencies.
 const PUOR = ["#542788", "#998ec3", "#d8daeb", "#f7f7f7", "#fee0b6", "#f1a340", "#b35806"];

@@ -4,8 +4,8 @@
 // orange) is at an angle the model never saw. Beside it, the score of one query/key pair against the
 // offset m - n, one curve per absolute position: they lie on top of each other.
 
-import { VIRIDIS } from "../colors.js";
-import { baseLayout, config, react, theme } from "../plot.js";
+import { VIRIDIS } from "../lib/colors.js";
+import { baseLayout, config, react, theme } from "../lib/plot.js";
 
 // Dial cell size follows the font (presenter mode) so the labels under neighbouring dials never touch.
 const dialSize = (font) => Math.max(78, Math.round(font * 7));

@@ -2,11 +2,11 @@
 // parameter census. Choosing a token or a layer only redraws (every layer and position came in the one
 // answer). Typing races like the explorer's: a newer keystroke aborts the older request.
 
-import * as api from "./api.js";
-import { byId, showError } from "./labs.js";
-import * as store from "./store.js";
-import { markTokens, renderTokens } from "./tokens.js";
-import { renderBlock, renderCensus, renderPipeline } from "./views/anatomy.js";
+import * as api from "../lib/api.js";
+import { byId, showError } from "../lib/format.js";
+import * as store from "../lib/store.js";
+import { markTokens, renderTokens } from "../views/tokens.js";
+import { renderBlock, renderCensus, renderPipeline } from "../views/anatomy.js";
 
 store.define({
   pos: { type: "int", def: null }, // followed token; null = the last

@@ -2,11 +2,11 @@
 // knock-out panel that shows the evidence (next-token probabilities and the repeated-sequence loss with
 // and without the heads). api.js fetches, heads.js draws the shared pieces; no model math here.
 
-import * as api from "./api.js";
-import { decodeAttention } from "./attention.js";
-import { headImage, headName, loadRoles, renderKnockout } from "./heads.js";
-import * as store from "./store.js";
-import { drawThumb } from "./views/grid.js";
+import * as api from "../lib/api.js";
+import { decodeAttention } from "../lib/attention.js";
+import { headImage, headName, loadRoles, renderKnockout } from "../lib/heads.js";
+import * as store from "../lib/store.js";
+import { drawThumb } from "../views/grid.js";
 
 store.define({
   role: { type: "string", def: "" }, // show one role only; "" = every role

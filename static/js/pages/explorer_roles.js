@@ -2,10 +2,10 @@
 // a "knock out this head" control in the head detail. Kept out of explorer.js so that page only calls
 // three functions; every number comes from /api/heads and /api/heads/ablation.
 
-import * as api from "./api.js";
-import { applyRoleFilter, badgeMap, fillRoleSelect, headName, loadRoles, renderKnockout } from "./heads.js";
-import * as store from "./store.js";
-import { updateGrid } from "./views/grid.js";
+import * as api from "../lib/api.js";
+import { applyRoleFilter, badgeMap, fillRoleSelect, headName, loadRoles, renderKnockout } from "../lib/heads.js";
+import * as store from "../lib/store.js";
+import { updateGrid } from "../views/grid.js";
 
 store.define({ role: { type: "string", def: "" } }); // the grid filter; "" = every head
 

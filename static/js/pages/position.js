@@ -3,14 +3,14 @@
 // Each loader has its own sequence number and AbortController, so a late answer never overwrites a
 // newer one.
 
-import * as api from "./api.js";
-import { loadPlotly } from "./plot.js";
-import * as store from "./store.js";
-import { markTokens, renderTokens } from "./tokens.js";
-import { renderLearned } from "./views/learnedpos.js";
-import { DIVERGING_CSS, diffRange, renderPermutationColumn, sci } from "./views/permutation.js";
-import { renderClock, renderCurves } from "./views/ropeclock.js";
-import { renderOrderColumn } from "./views/wordorder.js";
+import * as api from "../lib/api.js";
+import { loadPlotly } from "../lib/plot.js";
+import * as store from "../lib/store.js";
+import { markTokens, renderTokens } from "../views/tokens.js";
+import { renderLearned } from "../views/learnedpos.js";
+import { DIVERGING_CSS, diffRange, renderPermutationColumn, sci } from "../views/permutation.js";
+import { renderClock, renderCurves } from "../views/ropeclock.js";
+import { renderOrderColumn } from "../views/wordorder.js";
 
 store.define({
   perm: { type: "string", def: "shuffle" }, // shuffle | reverse | explicit

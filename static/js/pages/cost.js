@@ -2,10 +2,10 @@
 // and cached there, so sliding is cheap); "Measure on this server" runs /api/cost/timing on demand so
 // the page itself loads fast. State (n, the FLOPs chart's model) lives in the URL.
 
-import * as api from "./api.js";
-import { byId, fmtBytes, fmtInt, fmtRatio, fmtWords, showError } from "./labs.js";
-import * as store from "./store.js";
-import { kvItem, renderFlops, renderKV, renderTiming } from "./views/cost.js";
+import * as api from "../lib/api.js";
+import { byId, fmtBytes, fmtInt, fmtRatio, fmtWords, showError } from "../lib/format.js";
+import * as store from "../lib/store.js";
+import { kvItem, renderFlops, renderKV, renderTiming } from "../views/cost.js";
 
 store.define({
   n: { type: "int", def: 1024 },

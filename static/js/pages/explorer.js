@@ -3,19 +3,19 @@
 // views draw. Requests race while typing, so each trace carries a sequence number and an
 // AbortController: a newer keystroke cancels the older request, and a late answer is ignored.
 
-import * as api from "./api.js";
-import { decodeAttention } from "./attention.js";
-import { loadPlotly } from "./plot.js";
-import { pngButton } from "./png.js";
-import * as store from "./store.js";
-import { displayToText, markTokens, renderTokens } from "./tokens.js";
+import * as api from "../lib/api.js";
+import { decodeAttention } from "../lib/attention.js";
+import { loadPlotly } from "../lib/plot.js";
+import { pngButton } from "../lib/png.js";
+import * as store from "../lib/store.js";
+import { displayToText, markTokens, renderTokens } from "../views/tokens.js";
 import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, showRoles } from "./explorer_roles.js";
-import { gridCanvas, renderGrid, updateGrid } from "./views/grid.js";
-import { highlightHeatmap, renderHeatmap } from "./views/heatmap.js";
-import { renderLens } from "./views/lens.js";
-import { highlightLines, linesCanvas, renderLines } from "./views/lines.js";
-import { renderNext } from "./views/nexttoken.js";
-import { renderResidualMap, renderResidualStory } from "./views/residual.js";
+import { gridCanvas, renderGrid, updateGrid } from "../views/grid.js";
+import { highlightHeatmap, renderHeatmap } from "../views/heatmap.js";
+import { renderLens } from "../views/lens.js";
+import { highlightLines, linesCanvas, renderLines } from "../views/lines.js";
+import { renderNext } from "../views/nexttoken.js";
+import { renderResidualMap, renderResidualStory } from "../views/residual.js";
 
 store.define({
   pos: { type: "int", def: null }, // the token followed by the residual and next-token views; null = last
