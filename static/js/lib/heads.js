@@ -4,6 +4,7 @@
 
 import * as api from "./api.js";
 import { LUT } from "./colors.js";
+import { el } from "./dom.js";
 
 // Short badge text per role; the full name, score and explanation go in the tooltip.
 export const SHORT = {
@@ -97,12 +98,6 @@ export function headImage(att, layer, head) {
   return c;
 }
 
-const el = (tag, cls, text) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-};
 
 const pct = (p) => `${(p * 100).toFixed(p >= 0.1 ? 0 : 1)}%`;
 
