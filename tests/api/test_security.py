@@ -42,7 +42,7 @@ def script_sources(d: dict[str, list[str]]) -> list[str]:
 
 
 def test_security_csp_allows_only_same_origin_scripts(client):
-    responses = [client.get(path) for path in PAGES]
+    responses = [client.get(p.path) for p in PAGES]
     responses += [
         client.get("/api/models"),
         client.get("/docs"),
@@ -88,7 +88,7 @@ class ScriptsAndHandlers(HTMLParser):
 
 
 def test_security_pages_run_only_our_script_files(client):
-    for path in PAGES:
+    for path in (p.path for p in PAGES):
         parsed = ScriptsAndHandlers()
         parsed.feed(client.get(path).text)
         assert parsed.scripts, path
@@ -101,7 +101,7 @@ def test_security_pages_run_only_our_script_files(client):
 
 def test_security_markup_in_the_url_is_not_echoed_into_pages(client):
     payload = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'>"
-    for path in PAGES:
+    for path in (p.path for p in PAGES):
         html = client.get(f"{path}?prompt={quote(payload)}&model={quote(payload)}").text
         assert "<script>alert(1)" not in html and "onerror=alert(2)" not in html, path
 

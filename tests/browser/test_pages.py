@@ -80,3 +80,13 @@ def test_docs_and_plotly_work_under_the_csp_in_chromium(live_server, page):
     assert page.locator("#csp-probe .main-svg").count() > 0
     assert not violations, violations
 
+
+def test_every_page_has_the_nav_of_every_page_and_marks_its_own(client):
+    from app.pages import PAGES
+
+    for here in PAGES:
+        html = client.get(here.path).text
+        nav = html[html.index('<nav class="nav"') : html.index("</nav>")]
+        for p in PAGES:
+            current = ' aria-current="page"' if p is here else ""
+            assert f'<a href="{p.path}"{current}>{p.label}</a>' in nav, (here.path, p.path)
