@@ -90,11 +90,13 @@ def thumbs_drawn(page) -> list[int]:
 
 
 def settled(page) -> None:
-    """Wait until the page has nothing left to do: the browser calls back when its main thread is idle
-    (the plots a change scheduled have been drawn), then one more frame has been painted."""
+    """Wait until what the page has queued is on screen: the page schedules its Plotly views for the
+    frame after a change (requestAnimationFrame, then a task), so wait for a frame, let the queued tasks
+    run, and wait for the frame that paints them. (requestIdleCallback would be the natural event, but
+    headless Chromium can starve it for seconds after presenter mode.)"""
     page.evaluate(
-        """() => new Promise((resolve) => requestIdleCallback(
-             () => requestAnimationFrame(() => requestAnimationFrame(resolve)), { timeout: 10000 }))"""
+        """() => document.fonts.ready.then(() => new Promise((resolve) =>
+             requestAnimationFrame(() => setTimeout(() => requestAnimationFrame(() => resolve()), 0))))"""
     )
 
 
