@@ -39,7 +39,7 @@ def chapter_rows(page) -> list[tuple[str, str]]:
 def measure(page, tries: int = 5) -> dict:
     """Click "Measure" until the server measures. Timings are one at a time on the whole machine, so
     another test run measuring now makes the server answer 503: the page must say so in words; then
-    wait for the lock to be free (blocking on it, no sleep) and ask again."""
+    take and release the lock ourselves, which returns as soon as that measurement ends, and ask again."""
     for _ in range(tries):
         with page.expect_response("**/api/cost/timing") as answer:
             page.click("#measure")
