@@ -1,12 +1,15 @@
 """HTML pages: Jinja2 templates from `templates/`, static files from `static/`.
 
-Each page is one line in PAGES (path -> template). Templates get the loaded models and the limits,
-so the first paint needs no fetch; user data never goes into inline scripts.
+Each page is one line in PAGES: its path, its template and its name in the nav, which base.html draws
+from this same list (a new lab adds one line here). Its controller lives in static/js/pages/ and is
+loaded by its template. Templates get the loaded models and the limits, so the first paint needs no
+fetch; user data never goes into inline scripts.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse
@@ -20,13 +23,21 @@ ROOT = Path(__file__).resolve().parent.parent
 templates = Jinja2Templates(directory=ROOT / "templates")
 templates.env.globals["plotly_src"] = plotly_src()  # every page loads Plotly from here
 
-PAGES = {
-    "/": "index.html",
-    "/atlas": "atlas.html",
-    "/position": "position.html",
-    "/cost": "cost.html",
-    "/anatomy": "anatomy.html",
-}
+
+class Page(NamedTuple):
+    path: str
+    template: str
+    label: str  # the link's text in the nav
+
+
+PAGES = (
+    Page("/", "index.html", "Explorer"),
+    Page("/atlas", "atlas.html", "Head atlas"),
+    Page("/position", "position.html", "Position lab"),
+    Page("/cost", "cost.html", "Cost lab"),
+    Page("/anatomy", "anatomy.html", "Anatomy"),
+)
+templates.env.globals["nav"] = [(p.path, p.label) for p in PAGES]
 
 router = APIRouter(include_in_schema=False)
 
@@ -40,8 +51,8 @@ def page_route(template: str):
     return render
 
 
-for path, template in PAGES.items():
-    router.add_api_route(path, page_route(template), methods=["GET"], response_class=HTMLResponse)
+for p in PAGES:
+    router.add_api_route(p.path, page_route(p.template), methods=["GET"], response_class=HTMLResponse)
 
 
 def mount_static(app: FastAPI) -> None:

@@ -6,95 +6,43 @@ Loaded for every test module through `pytest_plugins` in tests/conftest.py. A pa
     def test_atlas_lists_heads(live_server, page):
         page.goto(live_server + "/atlas")
         ...
-        shoot(page, "atlas")                 # tests/screenshots/atlas-1280x720.png
+        shoot(page, "atlas")                 # <screenshots>/atlas-1280x720.png
 
-- `live_server`: base URL of `python -m app` on a free port, started once per session, serving the
-  bundled model (or the folder in ATLAS_TEST_MODEL, e.g. while the bundled model is being trained).
-  `serve([...models], log)` starts another server, e.g. with several models. ATLAS_TEST_URL points
-  the tests at a server that is already running instead.
-- `browser`: one Chromium per session (never `playwright install`: the Debian binary is used).
+- `live_server`: base URL of `python -m app` on a free port, started once per session and shared by
+  every test, serving the bundled model (or the folder in ATLAS_TEST_MODEL, e.g. while the bundled
+  model is being trained). ATLAS_TEST_URL points the tests at a server that is already running instead.
+  Servers of other models: `tests/servers.py`.
+- `browser`: one Chromium per session (never `playwright install`: the Debian binary is used). Every
+  test that drives a browser goes through it: a second `sync_playwright()` in the same process fails.
 - `page`: a fresh context at 1280x720 in which every request outside 127.0.0.1 is aborted (the app
   must work offline) and recorded in `page.blocked`; uncaught JavaScript errors are collected in
-  `page.js_errors` and fail the test at teardown.
+  `page.js_errors` and fail the test at teardown. `pages(width, height)` makes more, closed and
+  checked the same way.
+- `shoot(page, name)`: a PNG for a person to look at, written outside the source tree: to
+  $ATLAS_SCREENSHOTS, or <tmp>/attention-atlas-screenshots; the folder is printed at the end of the run.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
+import tempfile
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SERVER_START_TIMEOUT_S = 120
+from tests.servers import CHROMIUM, CHROMIUM_ARGS, serve_models
+
 PAGE_TIMEOUT_MS = 60_000
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_up(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(
-                f"the app exited with code {proc.returncode} before serving:\n{log.read_text()[-3000:]}"
-            )
-        try:
-            with urllib.request.urlopen(url + "/api/models", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.25)
-    proc.kill()
-    pytest.fail(f"the app did not answer within {SERVER_START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
-
-
-@contextmanager
-def serve(models: list[str], log: Path) -> Iterator[str]:
-    """`python -m app --model M ...` on a free port until the block ends; yields the base URL."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    args = [a for m in models for a in ("--model", m)]
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app", *args, "--host", "127.0.0.1", "--port", str(port)],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_until_up(url, proc, log)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+def screenshots_dir() -> Path:
+    return Path(
+        os.environ.get("ATLAS_SCREENSHOTS") or Path(tempfile.gettempdir()) / "attention-atlas-screenshots"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -103,7 +51,7 @@ def live_server(tmp_path_factory) -> Iterator[str]:
         yield os.environ["ATLAS_TEST_URL"].rstrip("/")
         return
     model = os.environ.get("ATLAS_TEST_MODEL", "classroom")
-    with serve([model], tmp_path_factory.mktemp("server") / "server.log") as url:
+    with serve_models([model], tmp_path_factory.mktemp("server") / "server.log") as url:
         yield url
 
 
@@ -152,18 +100,41 @@ def new_page(browser, width: int = 1280, height: int = 720, block_external: bool
 
 
 @pytest.fixture
-def page(browser):
-    p = new_page(browser)
-    yield p
-    errors = list(p.js_errors)
-    p.context.close()
+def pages(browser):
+    """`pages(width=1280, height=720)` -> a new page; all are closed, and their JS errors fail the test."""
+    made = []
+
+    def make(width: int = 1280, height: int = 720, **kw):
+        made.append(new_page(browser, width, height, **kw))
+        return made[-1]
+
+    yield make
+    errors = [e for p in made for e in p.js_errors]
+    for p in made:
+        p.context.close()
     assert not errors, f"uncaught JavaScript errors: {errors}"
 
 
+@pytest.fixture
+def page(pages):
+    return pages()
+
+
+_shot_count = 0
+
+
 def shoot(page, name: str, full_page: bool = True) -> Path:
-    """Write tests/screenshots/<name>-<w>x<h>.png (gitignored) for a person to look at."""
-    SCREENSHOTS.mkdir(exist_ok=True)
+    """Write <screenshots>/<name>-<w>x<h>.png for a person to look at (never into the source tree)."""
+    global _shot_count
+    folder = screenshots_dir()
+    folder.mkdir(parents=True, exist_ok=True)
     vp = page.viewport_size
-    path = SCREENSHOTS / f"{name}-{vp['width']}x{vp['height']}.png"
+    path = folder / f"{name}-{vp['width']}x{vp['height']}.png"
     page.screenshot(path=str(path), full_page=full_page)
+    _shot_count += 1
     return path
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _shot_count:
+        terminalreporter.write_line(f"{_shot_count} screenshots in {screenshots_dir()}")

@@ -14,7 +14,8 @@ from app.runtime import ByteLRU
 from app.settings import Settings
 from app.wire import decode_attention
 from model import load
-from tests.api_helpers import client_for, live_server, save_tiny
+from tests.api_helpers import client_for, save_tiny
+from tests.servers import serve_app
 
 WORDS = ["cat", "dog", "man", "mat", "fox", "ball", "Lily", "Tom", "red", "time"]
 PROMPTS = [f"The {WORDS[i % 10]} sat on the {WORDS[(i * 3 + 1) % 10]} {i} times." for i in range(20)]
@@ -29,7 +30,7 @@ def test_api_20_concurrent_traces_each_get_their_own_prompt(folder):
     lm = load(folder)
     app = create_app(Settings(models=[str(folder)], cache_bytes=0))  # no cache: every request runs the model
     barrier = threading.Barrier(len(PROMPTS))
-    with live_server(app) as url, httpx.Client(base_url=url, timeout=120) as http:
+    with serve_app(app) as url, httpx.Client(base_url=url, timeout=120) as http:
 
         def fetch(prompt: str) -> dict:
             barrier.wait()  # release all 20 together

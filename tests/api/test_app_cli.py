@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
 
 import app.__main__ as cli
-from tests.api_helpers import free_port, save_tiny
+from tests.api_helpers import save_tiny
+from tests.servers import run_app
 
 
 def test_cli_defaults_and_repeatable_model():
@@ -75,24 +73,12 @@ def test_cli_passes_settings_to_workers_and_warns_off_loopback(tmp_path, monkeyp
 @pytest.mark.slow
 def test_cli_serves_with_two_worker_processes(tmp_path):
     folder = save_tiny(tmp_path / "tiny")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
-    proc = subprocess.Popen([sys.executable, "-m", "app", "--model", str(folder), "--port", str(port), "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)  # fmt: skip
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
-            try:
-                if httpx.get(f"{url}/api/models").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.3)
-        bodies = {httpx.post(f"{url}/api/trace", json={"prompt": "The cat sat"}).content for _ in range(6)}
+    args = ["--model", str(folder), "--workers", "2"]
+    with run_app(args, tmp_path / "server.log", stop=signal.SIGINT) as server:
+        bodies = {
+            httpx.post(f"{server.url}/api/trace", json={"prompt": "The cat sat"}).content for _ in range(6)
+        }
         assert len(bodies) == 1  # whichever worker answered, the bytes are the same
-    finally:
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    assert f"Attention Atlas is ready: open {url}" in out
+    out = server.output()
+    assert f"Attention Atlas is ready: open {server.url}" in out
     assert out.count("Attention Atlas is ready") == 2  # one line per worker

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from tests.browser_conftest import new_page, shoot
+from tests.browser_conftest import shoot
 
 pytestmark = pytest.mark.browser
 
@@ -89,6 +89,17 @@ def thumbs_drawn(page) -> list[int]:
     )
 
 
+def settled(page) -> None:
+    """Wait until what the page has queued is on screen: the page schedules its Plotly views for the
+    frame after a change (requestAnimationFrame, then a task), so wait for a frame, let the queued tasks
+    run, and wait for the frame that paints them. (requestIdleCallback would be the natural event, but
+    headless Chromium can starve it for seconds after presenter mode.)"""
+    page.evaluate(
+        """() => document.fonts.ready.then(() => new Promise((resolve) =>
+             requestAnimationFrame(() => setTimeout(() => requestAnimationFrame(() => resolve()), 0))))"""
+    )
+
+
 def query_of(page) -> dict:
     return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
 
@@ -155,11 +166,11 @@ def test_explorer_prompt_change_updates_grid(live_server, page):
     assert sum(a != b for a, b in zip(before, after, strict=True)) > len(before) // 2
 
 
-def test_explorer_ignores_out_of_order_answers(live_server, browser):
+def test_explorer_ignores_out_of_order_answers(live_server, pages):
     """A late answer for an older prompt must never replace the newer prompt's views. The answer for
     the first prompt is held back 1.5 s in the page (even if the page aborts it), so it lands last."""
     slow, fast = "The man bites the dog.", "The cat sat on the mat"
-    page = new_page(browser)
+    page = pages()
     hold_back = """(() => {
          const real = window.fetch;
          window.fetch = async (url, init) => {
@@ -173,53 +184,45 @@ def test_explorer_ignores_out_of_order_answers(live_server, browser):
          };
        })()"""
     page.add_init_script(hold_back.replace("SLOW", json.dumps(slow)))
-    try:
-        open_explorer(page, live_server, prompt="Lily had a red ball. She")
-        page.wait_for_selector("#tokens .tok")
-        page.fill("#prompt", slow)
-        page.wait_for_function("() => window.__slowSent === true")  # past the debounce, in flight
-        page.fill("#prompt", fast)
-        page.locator("#prompt").press("Enter")
-        wait_tokens(page, api_trace(live_server, fast)["tokens"])
-        page.wait_for_function("() => window.__slowDelivered === true")  # the late answer has landed
-        assert strip_tokens(page) == api_trace(live_server, fast)["tokens"]
-        assert query_of(page)["prompt"] == fast
-        assert not page.js_errors
-    finally:
-        page.context.close()
+    open_explorer(page, live_server, prompt="Lily had a red ball. She")
+    page.wait_for_selector("#tokens .tok")
+    page.fill("#prompt", slow)
+    page.wait_for_function("() => window.__slowSent === true")  # past the debounce, in flight
+    page.fill("#prompt", fast)
+    page.locator("#prompt").press("Enter")
+    wait_tokens(page, api_trace(live_server, fast)["tokens"])
+    page.wait_for_function("() => window.__slowDelivered === true")  # the late answer has landed
+    assert strip_tokens(page) == api_trace(live_server, fast)["tokens"]
+    assert query_of(page)["prompt"] == fast
 
 
-def test_explorer_shared_url_restores_head_and_view(live_server, browser):
+def test_explorer_shared_url_restores_head_and_view(live_server, pages):
     prompt = "Lily had a red ball. She"
     tokens = api_trace(live_server, prompt)["tokens"]
-    page = new_page(browser)
-    try:
-        open_explorer(page, live_server, prompt=prompt, layer=2, head=5, view="lines", sink=1)
-        wait_tokens(page, tokens)
-        page.wait_for_selector("#detail-lines canvas")
-        assert page.locator("#detail-title").inner_text().startswith("Layer 2, head 5")
-        assert page.locator('[data-view="lines"]').get_attribute("aria-pressed") == "true"
-        assert page.locator("#detail-heatmap").is_hidden()
-        assert page.locator("#sink-toggle").is_checked()
-        assert page.locator("#prompt").input_value() == prompt
-        # Back and forward step through what was opened.
-        page.locator('#head-grid .thumb[data-layer="0"][data-head="1"]').click()
-        page.locator('[data-view="heatmap"]').click()
-        wait_plot(page, "#detail-heatmap")
-        assert page.locator("#detail-title").inner_text().startswith("Layer 0, head 1")
-        page.go_back()
-        page.go_back()
-        page.wait_for_function(
-            "() => document.querySelector('#detail-title').textContent.startsWith('Layer 2, head 5')"
-        )
-        assert page.locator("#detail-lines").is_visible()
-        page.go_forward()
-        page.wait_for_function(
-            "() => document.querySelector('#detail-title').textContent.startsWith('Layer 0, head 1')"
-        )
-        assert not page.js_errors
-    finally:
-        page.context.close()
+    page = pages()
+    open_explorer(page, live_server, prompt=prompt, layer=2, head=5, view="lines", sink=1)
+    wait_tokens(page, tokens)
+    page.wait_for_selector("#detail-lines canvas")
+    assert page.locator("#detail-title").inner_text().startswith("Layer 2, head 5")
+    assert page.locator('[data-view="lines"]').get_attribute("aria-pressed") == "true"
+    assert page.locator("#detail-heatmap").is_hidden()
+    assert page.locator("#sink-toggle").is_checked()
+    assert page.locator("#prompt").input_value() == prompt
+    # Back and forward step through what was opened.
+    page.locator('#head-grid .thumb[data-layer="0"][data-head="1"]').click()
+    page.locator('[data-view="heatmap"]').click()
+    wait_plot(page, "#detail-heatmap")
+    assert page.locator("#detail-title").inner_text().startswith("Layer 0, head 1")
+    page.go_back()
+    page.go_back()
+    page.wait_for_function(
+        "() => document.querySelector('#detail-title').textContent.startsWith('Layer 2, head 5')"
+    )
+    assert page.locator("#detail-lines").is_visible()
+    page.go_forward()
+    page.wait_for_function(
+        "() => document.querySelector('#detail-title').textContent.startsWith('Layer 0, head 1')"
+    )
 
 
 def test_explorer_back_restores_previous_prompt(live_server, page):
@@ -324,7 +327,8 @@ def test_explorer_shows_markup_in_prompt_as_text_and_runs_nothing(live_server, p
     page.locator('[data-view="lines"]').click()
     page.wait_for_selector("#detail-lines canvas")
     page.locator("#tokens .tok").nth(3).hover()
-    page.wait_for_timeout(1000)
+    page.wait_for_selector("#tokens .tok.hover")  # the hover has reached every view
+    settled(page)
     assert dialogs == []
     assert page.locator("img[src=x], #main script").count() == 0
     strip = "".join(strip_tokens(page)).replace("·", " ")
@@ -335,7 +339,7 @@ def test_explorer_shows_markup_in_prompt_as_text_and_runs_nothing(live_server, p
     tags = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "<b>bold</b>"]
     shown = page.evaluate(
         """async (tags) => {
-             const { renderTokens } = await import('/static/js/tokens.js');
+             const { renderTokens } = await import('/static/js/views/tokens.js');
              const { renderHeatmap } = await import('/static/js/views/heatmap.js');
              const strip = document.createElement('div');
              const plot = document.createElement('div');
@@ -352,7 +356,7 @@ def test_explorer_shows_markup_in_prompt_as_text_and_runs_nothing(live_server, p
            }""",
         tags,
     )
-    page.wait_for_timeout(500)
+    settled(page)
     ticks = [t if len(t) <= 14 else t[:13] + "…" for t in tags]  # long labels are shortened, as text
     assert shown == {"strip": tags, "ticks": ticks, "elements": 0}
     assert dialogs == []
@@ -397,34 +401,31 @@ def test_explorer_works_with_every_outside_request_blocked(live_server, page):
 
 
 @pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
-def test_explorer_screenshots(live_server, browser, size):
-    page = new_page(browser, *size)
-    try:
-        prompt = "Lily had a red ball. She gave it to Tom. Lily had a red ball. She"
-        open_explorer(page, live_server, prompt=prompt, layer=1, head=3)
-        for sel in PLOTS:
-            wait_plot(page, sel)
-        page.wait_for_function("() => document.querySelectorAll('#head-scores dd').length >= 4")
-        shoot(page, "explorer", full_page=False)
-        shoot(page, "explorer-full")
-        page.locator('[data-view="lines"]').click()
-        page.locator("#tokens .tok").nth(5).hover()
-        page.wait_for_timeout(300)
-        shoot(page, "explorer-lines-hover", full_page=False)
-        page.locator("#presenter-toggle").click()
-        page.wait_for_timeout(800)
-        shoot(page, "explorer-presenter")
-        # Usable: nothing wider than the window, the grid and the open head side by side.
-        assert page.evaluate("() => document.documentElement.scrollWidth") <= size[0]
-        grid = page.locator("#grid-panel").bounding_box()
-        detail = page.locator("#detail-panel").bounding_box()
-        assert grid["x"] + grid["width"] <= detail["x"]
-        assert not page.js_errors
-    finally:
-        page.context.close()
+def test_explorer_screenshots(live_server, pages, size):
+    page = pages(*size)
+    prompt = "Lily had a red ball. She gave it to Tom. Lily had a red ball. She"
+    open_explorer(page, live_server, prompt=prompt, layer=1, head=3)
+    for sel in PLOTS:
+        wait_plot(page, sel)
+    page.wait_for_function("() => document.querySelectorAll('#head-scores dd').length >= 4")
+    shoot(page, "explorer", full_page=False)
+    shoot(page, "explorer-full")
+    page.locator('[data-view="lines"]').click()
+    page.locator("#tokens .tok").nth(5).hover()
+    page.wait_for_selector("#tokens .tok.hover")
+    settled(page)
+    shoot(page, "explorer-lines-hover", full_page=False)
+    page.locator("#presenter-toggle").click()
+    settled(page)  # every view has redrawn at the presenter sizes
+    shoot(page, "explorer-presenter")
+    # Usable: nothing wider than the window, the grid and the open head side by side.
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= size[0]
+    grid = page.locator("#grid-panel").bounding_box()
+    detail = page.locator("#detail-panel").bounding_box()
+    assert grid["x"] + grid["width"] <= detail["x"]
 
 
-def test_explorer_keystroke_to_grid_time_at_128_tokens(live_server, browser):
+def test_explorer_keystroke_to_grid_time_at_128_tokens(live_server, pages):
     """Time from the last keystroke (input event) to the grid being painted, at n close to 128.
 
     Includes the 250 ms typing debounce, the request, decoding and drawing. Distinct prompts, so the
@@ -441,54 +442,50 @@ def test_explorer_keystroke_to_grid_time_at_128_tokens(live_server, browser):
             long += story[: len(story) // 2] if len(shown) > 100 else story
         shown = shown[:128]
         prompts.append("".join(shown).replace("·", " ").replace("⏎", "\n"))
-    page = new_page(browser, block_external=False)
-    try:
-        open_explorer(page, live_server, prompt="warm up")
-        wait_plot(page, "#lens-plot")  # Plotly parsed: it must not compete with the timed frames
-        times, server = [], []
-        for text in prompts:
-            page.wait_for_timeout(1500)  # a pause between "keystrokes": the previous plots are done
-            got = page.evaluate(
-                """(text) => new Promise((resolve) => {
-                     const input = document.querySelector('#prompt');
-                     window.addEventListener('atlas:grid', (e) => {
-                       // the next frame is the one that shows the grid
-                       requestAnimationFrame(() => resolve({ ms: performance.now() - t0, fetch: e.detail.fetchMs }));
-                     }, { once: true });
-                     setTimeout(() => resolve({ ms: -1 }), 20000);
-                     input.value = text;
-                     const t0 = performance.now();
-                     input.dispatchEvent(new Event('input', { bubbles: true }));
-                   })""",
-                text,
-            )
-            assert got["ms"] > 0, "the grid was not drawn within 20 s"
-            times.append(got["ms"])
-            server.append(got["fetch"])
-        n = page.locator("#tokens .tok").count()
-        median = statistics.median(times)
-        print(
-            f"\nkeystroke -> painted grid at n={n}: median {median:.0f} ms (incl. 250 ms debounce), "
-            f"all {[round(t) for t in times]}; request+response {[round(t) for t in server]} ms"
+    page = pages(block_external=False)
+    open_explorer(page, live_server, prompt="warm up")
+    wait_plot(page, "#lens-plot")  # Plotly parsed: it must not compete with the timed frames
+    times, server = [], []
+    for text in prompts:
+        settled(page)  # a pause between "keystrokes": the previous plots are done
+        got = page.evaluate(
+            """(text) => new Promise((resolve) => {
+                 const input = document.querySelector('#prompt');
+                 window.addEventListener('atlas:grid', (e) => {
+                   // the next frame is the one that shows the grid
+                   requestAnimationFrame(() => resolve({ ms: performance.now() - t0, fetch: e.detail.fetchMs }));
+                 }, { once: true });
+                 setTimeout(() => resolve({ ms: -1 }), 20000);
+                 input.value = text;
+                 const t0 = performance.now();
+                 input.dispatchEvent(new Event('input', { bubbles: true }));
+               })""",
+            text,
         )
-        assert 128 <= n <= 140
-        assert median < 3000
-    finally:
-        page.context.close()
+        assert got["ms"] > 0, "the grid was not drawn within 20 s"
+        times.append(got["ms"])
+        server.append(got["fetch"])
+    n = page.locator("#tokens .tok").count()
+    median = statistics.median(times)
+    print(
+        f"\nkeystroke -> painted grid at n={n}: median {median:.0f} ms (incl. 250 ms debounce), "
+        f"all {[round(t) for t in times]}; request+response {[round(t) for t in server]} ms"
+    )
+    assert 128 <= n <= 140
+    assert median < 3000
 
 
 @pytest.fixture(scope="module")
 def two_model_server(tmp_path_factory):
     """The bundled model plus a tiny random 2-layer, 4-head GQA model, both selectable in the page."""
     from model.loading import save
-    from tests.browser_conftest import serve
+    from tests.servers import serve_models
     from tests.tiny import make_tokenizer, tiny_model
 
     folder = tmp_path_factory.mktemp("models") / "tiny"
     save(tiny_model(), make_tokenizer(), folder)
-    with serve(
-        [os.environ.get("ATLAS_TEST_MODEL", "classroom"), str(folder)], folder.parent / "server.log"
-    ) as url:
+    models = [os.environ.get("ATLAS_TEST_MODEL", "classroom"), str(folder)]
+    with serve_models(models, folder.parent / "server.log") as url:
         yield url
 
 
@@ -516,9 +513,9 @@ def test_explorer_modules_decode_what_the_api_sends(live_server, page):
     open_explorer(page, live_server, prompt=prompt)
     result = page.evaluate(
         """async (prompt) => {
-             const api = await import('/static/js/api.js');
-             const { decodeAttention, withoutSink } = await import('/static/js/attention.js');
-             const { displayToText } = await import('/static/js/tokens.js');
+             const api = await import('/static/js/lib/api.js');
+             const { decodeAttention, withoutSink } = await import('/static/js/lib/attention.js');
+             const { displayToText } = await import('/static/js/views/tokens.js');
              const t = await api.trace({ prompt });
              const att = decodeAttention(t.attention);
              let worst = 0, rowErr = 0;

@@ -9,9 +9,9 @@ import pytest
 
 from app.main import create_app
 from app.settings import Settings
-from tests.api_helpers import live_server as thread_server
 from tests.api_helpers import save_tiny
-from tests.browser_conftest import new_page, shoot
+from tests.browser_conftest import shoot
+from tests.servers import serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -115,19 +115,14 @@ def test_token_text_is_never_html(live_server, page):
     assert "<b" in "".join(page.locator("#perm-original .tok-text").all_text_contents())
 
 
-def test_gpt2_model_shows_learned_positions_instead_of_a_clock(browser, tmp_path):
+def test_gpt2_model_shows_learned_positions_instead_of_a_clock(page, tmp_path):
     folder = save_tiny(tmp_path / "tinygpt", arch="gpt2")
-    with thread_server(create_app(Settings(models=[str(folder)]))) as url:
-        page = new_page(browser)
-        try:
-            open_lab(page, url)
-            assert page.locator("#rope-body").is_hidden() and page.locator("#learned-body").is_visible()
-            assert "learned vector per absolute position" in page.locator("#rope-message").text_content()
-            page.wait_for_selector("#learned-sim .main-svg")
-            assert page.locator("#perm-on .positional").text_content() == "learned"
-            assert metric(page, "perm-off", "probs") <= 1e-5
-            page.locator("#rope-panel").scroll_into_view_if_needed()
-            shoot(page, "position-gpt2", full_page=False)
-            assert not page.js_errors
-        finally:
-            page.context.close()
+    with serve_app(create_app(Settings(models=[str(folder)]))) as url:
+        open_lab(page, url)
+        assert page.locator("#rope-body").is_hidden() and page.locator("#learned-body").is_visible()
+        assert "learned vector per absolute position" in page.locator("#rope-message").text_content()
+        page.wait_for_selector("#learned-sim .main-svg")
+        assert page.locator("#perm-on .positional").text_content() == "learned"
+        assert metric(page, "perm-off", "probs") <= 1e-5
+        page.locator("#rope-panel").scroll_into_view_if_needed()
+        shoot(page, "position-gpt2", full_page=False)

@@ -2,16 +2,11 @@
 // steps with the shape on every arrow, and the parameter census as stacked bars. Token text only ever
 // goes in through textContent (DOM) or plotText (Plotly).
 
-import { CATEGORY } from "../colors.js";
-import { fmtInt, fmtWords } from "../labs.js";
-import { baseLayout, config, plotText, react, theme } from "../plot.js";
+import { CATEGORY } from "../lib/colors.js";
+import { el } from "../lib/dom.js";
+import { fmtInt, fmtWords } from "../lib/format.js";
+import { baseLayout, config, plotText, react, theme } from "../lib/plot.js";
 
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 const shape = (dims) => `[${dims.join(" × ")}]`;
 const v2 = (x) => x.toFixed(2);

@@ -1,9 +1,9 @@
 // The cost lab's three charts, all on log-log axes: FLOPs per layer against n, KV-cache bytes against
 // n, and the measured timings. Each is `render(el, data)`; the data come straight from the server.
 
-import { CATEGORY } from "../colors.js";
-import { fmtBytes, fmtInt, MODEL_COLOR } from "../labs.js";
-import { baseLayout, config, plotText, react, theme } from "../plot.js";
+import { CATEGORY, MODEL_COLOR } from "../lib/colors.js";
+import { fmtBytes, fmtInt } from "../lib/format.js";
+import { baseLayout, config, plotText, react, theme } from "../lib/plot.js";
 
 const logAxis = (t, title, extra = {}) => ({
   type: "log",

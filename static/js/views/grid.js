@@ -5,7 +5,7 @@
 //
 // Keyboard: arrow keys move between heads, Enter or Space opens the focused head (it is a button).
 
-import { LUT } from "../colors.js";
+import { LUT } from "../lib/colors.js";
 
 const state = new WeakMap(); // el -> {key, buttons, canvases, ...}
 const baseCache = new WeakMap(); // Attention -> Map(head index -> n x n canvas)

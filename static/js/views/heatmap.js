@@ -2,9 +2,9 @@
 // the bottom (columns), exact weight on hover, a fixed 0..1 Viridis scale, Plotly's PNG export.
 // Masked (future) cells are left blank so "not allowed to look" differs from "looked, found nothing".
 
-import { VIRIDIS } from "../colors.js";
-import { withoutSink } from "../attention.js";
-import { baseLayout, config, plotText, react, theme, tokenTicks } from "../plot.js";
+import { VIRIDIS } from "../lib/colors.js";
+import { withoutSink } from "../lib/attention.js";
+import { baseLayout, config, plotText, react, theme, tokenTicks } from "../lib/plot.js";
 
 const HOVER_TEXT_MAX_N = 512; // beyond this, per-cell hover strings cost more than they help
 

@@ -2,7 +2,7 @@
 // from the server: how similar position vectors are to each other (cosine), and the positions traced
 // on their top three principal components.
 
-import { baseLayout, config, react, theme } from "../plot.js";
+import { baseLayout, config, react, theme } from "../lib/plot.js";
 
 export async function renderLearned(simEl, pcaEl, learned) {
   const t = theme();

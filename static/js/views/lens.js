@@ -2,8 +2,8 @@
 // as if the model stopped there. Rows are layers, columns the positions of the prompt; each cell shows
 // the top guess for the NEXT token and is coloured by its probability (fixed 0..1 Viridis).
 
-import { VIRIDIS } from "../colors.js";
-import { baseLayout, config, plotText, react, shorten, theme } from "../plot.js";
+import { VIRIDIS } from "../lib/colors.js";
+import { baseLayout, config, plotText, react, shorten, theme } from "../lib/plot.js";
 
 export const LENS_COLUMN_PX = 64; // at a 12 px font: room for an 8-character guess
 const LENS_FRAME_PX = 230; // layer names on the left, colour bar on the right

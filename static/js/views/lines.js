@@ -2,9 +2,10 @@
 // left and keys on the right; a line from query i to key j is as opaque and thick as the weight of that
 // attention. Hover a token to see only its lines. Drawn on canvas: thousands of lines stay fast.
 
-import { withoutSink } from "../attention.js";
-import { CATEGORY } from "../colors.js";
-import { theme } from "../plot.js";
+import { withoutSink } from "../lib/attention.js";
+import { CATEGORY } from "../lib/colors.js";
+import { hiDpiContext } from "../lib/dom.js";
+import { theme } from "../lib/plot.js";
 
 const state = new WeakMap();
 
@@ -87,14 +88,7 @@ function draw(s, { background = false } = {}) {
   const { tokens, matrix, causal, hideSink } = s.data;
   const n = tokens.length;
   const g = geometry(s);
-  const dpr = window.devicePixelRatio || 1;
-  const c = s.canvas;
-  c.style.width = `${s.width}px`;
-  c.style.height = `${g.height}px`;
-  c.width = Math.round(s.width * dpr);
-  c.height = Math.round(g.height * dpr);
-  const ctx = c.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const ctx = hiDpiContext(s.canvas, s.width, g.height);
   if (background) {
     ctx.fillStyle = "#ffffff";
     ctx.fillRect(0, 0, s.width, g.height);

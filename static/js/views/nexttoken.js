@@ -1,8 +1,8 @@
 // Next token: the model's top-k probabilities at the selected position (temperature already applied
 // by the server), as horizontal bars on a fixed 0..1 axis. Clicking a bar chooses it for "append".
 
-import { CATEGORY } from "../colors.js";
-import { baseLayout, config, plotText, react, theme } from "../plot.js";
+import { CATEGORY } from "../lib/colors.js";
+import { baseLayout, config, plotText, react, theme } from "../lib/plot.js";
 
 // data: {top: [{id, token, prob}], chosen: id | null, actual: id | null, pos, temperature, onChoose}
 export async function renderNext(el, data) {

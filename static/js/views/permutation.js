@@ -3,7 +3,8 @@
 // canvas maps; under them the verdict numbers, all computed by the server. Token text never goes in as
 // HTML: the maps carry numbers only, and the hover readout is set with textContent.
 
-import { LUT } from "../colors.js";
+import { LUT } from "../lib/colors.js";
+import { hiDpiContext } from "../lib/dom.js";
 
 // PuOr (ColorBrewer): a diverging scale readable with the common colour-vision deficiencies.
 const PUOR = ["#542788", "#998ec3", "#d8daeb", "#f7f7f7", "#fee0b6", "#f1a340", "#b35806"];
@@ -52,13 +53,7 @@ function maskedCell(key, i, j, causal, inv) {
 function drawMap(canvas, matrix, key, causal, inv, px, range) {
   const n = matrix.length;
   const size = n * px;
-  const dpr = window.devicePixelRatio || 1;
-  canvas.width = Math.round(size * dpr);
-  canvas.height = Math.round(size * dpr);
-  canvas.style.width = `${size}px`;
-  canvas.style.height = `${size}px`;
-  const ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const ctx = hiDpiContext(canvas, size, size);
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < n; j++) {
       const v = matrix[i][j];

@@ -4,8 +4,8 @@
 //  - map: the length of x for every token (columns) at every stage (rows).
 // Norms are not probabilities, so these use their own auto range (Cividis), labelled as norms.
 
-import { CATEGORY } from "../colors.js";
-import { baseLayout, config, plotText, react, theme, tokenTicks } from "../plot.js";
+import { CATEGORY } from "../lib/colors.js";
+import { baseLayout, config, plotText, react, theme, tokenTicks } from "../lib/plot.js";
 
 // data: {tokens, resid: {stages, norms}, writes: {attn, mlp}, pos}
 export async function renderResidualStory(el, data) {

@@ -4,8 +4,9 @@
 // orange) is at an angle the model never saw. Beside it, the score of one query/key pair against the
 // offset m - n, one curve per absolute position: they lie on top of each other.
 
-import { VIRIDIS } from "../colors.js";
-import { baseLayout, config, react, theme } from "../plot.js";
+import { VIRIDIS } from "../lib/colors.js";
+import { hiDpiContext } from "../lib/dom.js";
+import { baseLayout, config, react, theme } from "../lib/plot.js";
 
 // Dial cell size follows the font (presenter mode) so the labels under neighbouring dials never touch.
 const dialSize = (font) => Math.max(78, Math.round(font * 7));
@@ -31,18 +32,9 @@ export function renderClock(el, clock, index) {
     canvas.setAttribute("role", "img");
     el.replaceChildren(canvas);
   }
-  const dpr = window.devicePixelRatio || 1;
   const w = cols * DIAL;
   const h = rows * (DIAL + 6);
-  if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
-    canvas.width = Math.round(w * dpr);
-    canvas.height = Math.round(h * dpr);
-    canvas.style.width = `${w}px`;
-    canvas.style.height = `${h}px`;
-  }
-  const ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, w, h);
+  const ctx = hiDpiContext(canvas, w, h);
   const position = clock.positions[index];
   const beyond = position > clock.trained_positions;
   const angles = clock.angles[index];

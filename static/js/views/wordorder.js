@@ -2,14 +2,9 @@
 // both sentences as strips of colour (one cell per dimension), their difference, and both sentences'
 // next-token predictions. Everything is the server's numbers; token text goes in through textContent.
 
+import { el, hiDpiContext } from "../lib/dom.js";
 import { divergingRgb, sci } from "./permutation.js";
 
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 // A vector as a strip of cells on a shared symmetric colour range (the range is a drawing choice).
 function strip(values, range, label) {
@@ -17,15 +12,9 @@ function strip(values, range, label) {
   const cell = Math.max(1, Math.min(4, Math.floor(520 / values.length)));
   const w = values.length * cell;
   const h = 18;
-  const dpr = window.devicePixelRatio || 1;
-  canvas.width = Math.round(w * dpr);
-  canvas.height = Math.round(h * dpr);
-  canvas.style.width = `${w}px`;
-  canvas.style.height = `${h}px`;
   canvas.setAttribute("role", "img");
   canvas.setAttribute("aria-label", label);
-  const ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const ctx = hiDpiContext(canvas, w, h);
   values.forEach((v, k) => {
     const [r, g, b] = divergingRgb(v, range);
     ctx.fillStyle = `rgb(${r},${g},${b})`;

@@ -2,10 +2,11 @@
 // and cached there, so sliding is cheap); "Measure on this server" runs /api/cost/timing on demand so
 // the page itself loads fast. State (n, the FLOPs chart's model) lives in the URL.
 
-import * as api from "./api.js";
-import { byId, fmtBytes, fmtInt, fmtRatio, fmtWords, showError } from "./labs.js";
-import * as store from "./store.js";
-import { kvItem, renderFlops, renderKV, renderTiming } from "./views/cost.js";
+import * as api from "../lib/api.js";
+import { byId, showError } from "../lib/dom.js";
+import { fmtBytes, fmtInt, fmtRatio, fmtWords } from "../lib/format.js";
+import * as store from "../lib/store.js";
+import { kvItem, renderFlops, renderKV, renderTiming } from "../views/cost.js";
 
 store.define({
   n: { type: "int", def: 1024 },
@@ -42,8 +43,7 @@ const ui = {
 };
 
 let current = null; // the /api/cost answer on screen
-let seq = 0;
-let ctl = null;
+const costRequests = api.latest();
 let timer = null;
 
 const clampN = (n) => Math.min(2 ** MAX_LOG2, Math.max(2 ** MIN_LOG2, Math.round(n)));
@@ -57,20 +57,13 @@ function showN(n) {
 async function load() {
   const st = store.get();
   const n = clampN(st.n);
-  ctl?.abort();
-  const mine = ++seq;
-  ctl = new AbortController();
-  try {
-    const data = await api.cost({ n, model: st.model || null }, { signal: ctl.signal });
-    if (mine !== seq) return;
-    current = data;
-    showError(ui.error, null);
-    draw();
-    document.body.dataset.ready = "1"; // for tests and scripts: the numbers on screen match the URL's n
-  } catch (e) {
-    if (e.name === "AbortError" || mine !== seq) return;
-    showError(ui.error, e.message);
-  }
+  const r = await costRequests.run((signal) => api.cost({ n, model: st.model || null }, { signal }));
+  if (!r) return;
+  showError(ui.error, r.error?.message);
+  if (r.error) return;
+  current = r.data;
+  draw();
+  document.body.dataset.ready = "1"; // for tests and scripts: the numbers on screen match the URL's n
 }
 
 function draw() {

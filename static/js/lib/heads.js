@@ -4,6 +4,7 @@
 
 import * as api from "./api.js";
 import { LUT } from "./colors.js";
+import { el } from "./dom.js";
 
 const rolesCache = new Map(); // model name ("" = default) -> Promise of /api/heads
 
@@ -87,12 +88,6 @@ export function headImage(att, layer, head) {
   return c;
 }
 
-const el = (tag, cls, text) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-};
 
 const pct = (p) => `${(p * 100).toFixed(p >= 0.1 ? 0 : 1)}%`;
 

@@ -2,11 +2,12 @@
 // knock-out panel that shows the evidence (next-token probabilities and the repeated-sequence loss with
 // and without the heads). api.js fetches, heads.js draws the shared pieces; no model math here.
 
-import * as api from "./api.js";
-import { decodeAttention } from "./attention.js";
-import { headImage, headName, loadRoles, renderKnockout } from "./heads.js";
-import * as store from "./store.js";
-import { drawThumb } from "./views/grid.js";
+import * as api from "../lib/api.js";
+import { decodeAttention } from "../lib/attention.js";
+import { headImage, headName, loadRoles, renderKnockout } from "../lib/heads.js";
+import { el, showError } from "../lib/dom.js";
+import * as store from "../lib/store.js";
+import { drawThumb } from "../views/grid.js";
 
 store.define({
   role: { type: "string", def: "" }, // show one role only; "" = every role
@@ -32,20 +33,7 @@ const ui = {
 let roles = null; // GET /api/heads for the current model
 let probes = new Map(); // probe key -> Promise of {data, att}
 let target = null; // {heads: [[l, h]], label} or {role, label}
-let koSeq = 0;
-let koCtl = null;
-
-const el = (tag, cls, text) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-};
-
-function showError(box, message) {
-  box.textContent = message || "";
-  box.hidden = !message;
-}
+const knockouts = api.latest();
 
 function probe(key) {
   if (!probes.has(key)) {
@@ -179,29 +167,21 @@ async function runKnockout() {
     showError(ui.koError, "Type a prompt whose next token you want to watch.");
     return;
   }
-  koCtl?.abort();
-  const ctl = new AbortController();
-  koCtl = ctl;
-  const seq = ++koSeq;
   const st = store.get();
   ui.target.textContent = `Knocking out ${target.label} (${st.mode === "mean" ? "mean" : "zero"} ablation).`;
   ui.koStatus.textContent = "Running the model with and without…";
   const body = { prompt, model: st.model || null, mode: st.mode, top_k: TOP_K };
   if (target.role) body.role = target.role;
   else body.heads = target.heads;
-  try {
-    const res = await api.headAblation(body, { signal: ctl.signal });
-    if (seq !== koSeq) return;
-    renderKnockout(ui.result, res);
-    ui.target.textContent = `Knocked out ${res.heads.map((h) => headName(h[0], h[1])).join(", ")} (${res.mode} ablation).`;
-    ui.koStatus.textContent = "";
-    ui.result.dataset.seq = String(seq);
-    showError(ui.koError, null);
-  } catch (e) {
-    if (e.name === "AbortError" || seq !== koSeq) return;
-    ui.koStatus.textContent = "";
-    showError(ui.koError, e.message);
-  }
+  const r = await knockouts.run((signal) => api.headAblation(body, { signal }));
+  if (!r) return;
+  ui.koStatus.textContent = "";
+  showError(ui.koError, r.error?.message);
+  if (r.error) return;
+  const res = r.data;
+  renderKnockout(ui.result, res);
+  ui.target.textContent = `Knocked out ${res.heads.map((h) => headName(h[0], h[1])).join(", ")} (${res.mode} ablation).`;
+  ui.result.dataset.seq = String(r.id);
 }
 
 function syncModes() {

@@ -15,6 +15,15 @@ export const VIRIDIS = [
 // Okabe-Ito colours for categories (attention vs MLP): distinguishable with colour-vision deficiencies.
 export const CATEGORY = { attention: "#0072B2", mlp: "#E69F00", line: "#000000", chosen: "#D55E00" };
 
+// Okabe-Ito colours per model, readable with colour-vision deficiencies; the live model stands out.
+export const MODEL_COLOR = {
+  live: "#D55E00",
+  "gpt2-small": "#7f7f7f",
+  "llama-2-7b": "#0072B2",
+  "llama-2-70b": "#009E73",
+  "llama-3-8b": "#CC79A7",
+};
+
 const hex = (h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16));
 
 // 256-entry RGBA lookup table indexed by the u8 attention byte (value = round(p * 255)).

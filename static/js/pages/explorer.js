@@ -1,21 +1,22 @@
 // The explorer page: type a prompt, see every head, open one, follow a token to its next-token guess.
 // This module only wires things together: api.js fetches, store.js keeps the state in the URL, the
-// views draw. Requests race while typing, so each trace carries a sequence number and an
+// views draw. Requests race while typing, so each trace goes through api.latest() and an
 // AbortController: a newer keystroke cancels the older request, and a late answer is ignored.
 
-import * as api from "./api.js";
-import { decodeAttention } from "./attention.js";
-import { loadPlotly } from "./plot.js";
-import { pngButton } from "./png.js";
-import * as store from "./store.js";
-import { displayToText, markTokens, renderTokens } from "./tokens.js";
+import * as api from "../lib/api.js";
+import { decodeAttention } from "../lib/attention.js";
+import { loadPlotly } from "../lib/plot.js";
+import { pngButton } from "../lib/png.js";
+import { showError } from "../lib/dom.js";
+import * as store from "../lib/store.js";
+import { displayToText, markTokens, renderTokens } from "../views/tokens.js";
 import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, scoreText, showRoles } from "./explorer_roles.js";
-import { gridCanvas, renderGrid, updateGrid } from "./views/grid.js";
-import { highlightHeatmap, renderHeatmap } from "./views/heatmap.js";
-import { renderLens } from "./views/lens.js";
-import { highlightLines, linesCanvas, renderLines } from "./views/lines.js";
-import { renderNext } from "./views/nexttoken.js";
-import { renderResidualMap, renderResidualStory } from "./views/residual.js";
+import { gridCanvas, renderGrid, updateGrid } from "../views/grid.js";
+import { highlightHeatmap, renderHeatmap } from "../views/heatmap.js";
+import { renderLens } from "../views/lens.js";
+import { highlightLines, linesCanvas, renderLines } from "../views/lines.js";
+import { renderNext } from "../views/nexttoken.js";
+import { renderResidualMap, renderResidualStory } from "../views/residual.js";
 
 store.define({
   pos: { type: "int", def: null }, // the token followed by the residual and next-token views; null = last
@@ -67,59 +68,50 @@ let current = null; // the trace on screen: {seq, data, att, prompt, model, nKvH
 let exact = null; // full-precision pattern of the open head from /api/head: {key, pattern, scores, kvHead}
 let hover = null; // token index under the pointer
 let chosen = null; // token id chosen for "append"
-let traceSeq = 0;
-let traceCtl = null;
-let headSeq = 0;
-let headCtl = null;
-
-function showError(target, message) {
-  target.textContent = message || "";
-  target.hidden = !message;
-}
+const traces = api.latest();
+const exactHeads = api.latest();
 
 // ---- the trace: one request per prompt, everything on the page is drawn from it ----
 
 async function runTrace() {
   const st = store.get();
-  traceCtl?.abort();
-  const seq = ++traceSeq;
   if (!st.prompt.trim()) {
+    traces.cancel();
+    document.body.classList.remove("busy");
     showError(errors.prompt, "Type a prompt (or pick a class demo) to see the model's attention.");
     ui.status.textContent = "";
     return;
   }
-  const ctl = new AbortController();
-  traceCtl = ctl;
   const t0 = performance.now();
   document.body.classList.add("busy");
   ui.status.textContent = "Running the model…";
-  try {
-    const body = { prompt: st.prompt, model: st.model || null, temperature: st.temp, top_k: TOP_K };
-    const data = await api.trace(body, { signal: ctl.signal });
-    if (seq !== traceSeq) return; // a newer request was made meanwhile: this answer is out of date
-    const t1 = performance.now();
-    const att = decodeAttention(data.attention);
-    const info = models?.models.find((m) => m.name === data.model);
-    current = { seq, data, att, prompt: st.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
-    exact = null;
-    showError(errors.prompt, null);
-    document.body.classList.remove("stale", "failed");
-    drawFast();
-    const t2 = performance.now();
-    ui.grid.dataset.seq = String(seq);
-    ui.status.textContent = `${data.n} tokens · ${data.model}: model and transfer ${Math.round(t1 - t0)} ms, grid drawn in ${Math.round(t2 - t1)} ms`;
-    window.dispatchEvent(new CustomEvent("atlas:grid", { detail: { seq, n: data.n, fetchMs: t1 - t0, drawMs: t2 - t1 } }));
-    // Plotly's views after the grid has reached the screen, so typing feels instant.
-    requestAnimationFrame(() => setTimeout(() => seq === traceSeq && drawPlots(), 0));
-  } catch (e) {
-    if (e.name === "AbortError" || seq !== traceSeq) return;
-    showError(errors.prompt, e.message);
+  const body = { prompt: st.prompt, model: st.model || null, temperature: st.temp, top_k: TOP_K };
+  const r = await traces.run((signal) => api.trace(body, { signal }));
+  if (!r) return; // a newer request was made meanwhile: this answer is out of date
+  document.body.classList.remove("busy");
+  const seq = r.id;
+  if (r.error) {
+    showError(errors.prompt, r.error.message);
     ui.status.textContent = current ? "Showing the last prompt that worked (dimmed)." : "";
     // With something on screen, dim it; with nothing yet, the empty views say where the problem is.
     document.body.classList.add(current ? "stale" : "failed");
-  } finally {
-    if (seq === traceSeq) document.body.classList.remove("busy");
+    return;
   }
+  const data = r.data;
+  const t1 = performance.now();
+  const att = decodeAttention(data.attention);
+  const info = models?.models.find((m) => m.name === data.model);
+  current = { seq, data, att, prompt: st.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
+  exact = null;
+  showError(errors.prompt, null);
+  document.body.classList.remove("stale", "failed");
+  drawFast();
+  const t2 = performance.now();
+  ui.grid.dataset.seq = String(seq);
+  ui.status.textContent = `${data.n} tokens · ${data.model}: model and transfer ${Math.round(t1 - t0)} ms, grid drawn in ${Math.round(t2 - t1)} ms`;
+  window.dispatchEvent(new CustomEvent("atlas:grid", { detail: { seq, n: data.n, fetchMs: t1 - t0, drawMs: t2 - t1 } }));
+  // Plotly's views after the grid has reached the screen, so typing feels instant.
+  requestAnimationFrame(() => setTimeout(() => traces.isCurrent(seq) && drawPlots(), 0));
 }
 
 const selectedPos = () => {
@@ -231,21 +223,18 @@ async function renderDetail() {
 }
 
 async function fetchExact(key, layer, head) {
-  headCtl?.abort();
-  const ctl = new AbortController();
-  headCtl = ctl;
-  const seq = ++headSeq;
-  try {
-    const body = { prompt: current.prompt, model: current.model || null, layer, head };
-    const res = await api.head(body, { signal: ctl.signal });
-    if (seq !== headSeq || !current || key !== `${current.seq}:${layer}:${head}`) return;
-    exact = { key, pattern: Float32Array.from(res.pattern.flat()), scores: res.scores, kvHead: res.kv_head };
-    renderDetail();
-  } catch (e) {
-    if (e.name === "AbortError" || seq !== headSeq) return;
+  const body = { prompt: current.prompt, model: current.model || null, layer, head };
+  const r = await exactHeads.run((signal) => api.head(body, { signal }));
+  if (!r) return;
+  if (r.error) {
     ui.precision.textContent = "";
-    showError(errors.detail, `Exact values for this head are unavailable (${e.message}); showing the 8-bit preview.`);
+    showError(errors.detail, `Exact values for this head are unavailable (${r.error.message}); showing the 8-bit preview.`);
+    return;
   }
+  if (!current || key !== `${current.seq}:${layer}:${head}`) return;
+  const res = r.data;
+  exact = { key, pattern: Float32Array.from(res.pattern.flat()), scores: res.scores, kvHead: res.kv_head };
+  renderDetail();
 }
 
 function renderScores(scores) {

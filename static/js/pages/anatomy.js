@@ -2,11 +2,11 @@
 // parameter census. Choosing a token or a layer only redraws (every layer and position came in the one
 // answer). Typing races like the explorer's: a newer keystroke aborts the older request.
 
-import * as api from "./api.js";
-import { byId, showError } from "./labs.js";
-import * as store from "./store.js";
-import { markTokens, renderTokens } from "./tokens.js";
-import { renderBlock, renderCensus, renderPipeline } from "./views/anatomy.js";
+import * as api from "../lib/api.js";
+import { byId, showError } from "../lib/dom.js";
+import * as store from "../lib/store.js";
+import { markTokens, renderTokens } from "../views/tokens.js";
+import { renderBlock, renderCensus, renderPipeline } from "../views/anatomy.js";
 
 store.define({
   pos: { type: "int", def: null }, // followed token; null = the last
@@ -29,8 +29,7 @@ const ui = {
 };
 
 let current = null;
-let seq = 0;
-let ctl = null;
+const anatomyRequests = api.latest();
 let timer = null;
 
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
@@ -47,23 +46,19 @@ function chosen() {
 async function load() {
   const st = store.get();
   const prompt = st.prompt || ui.prompt.dataset.default;
-  ctl?.abort();
-  const mine = ++seq;
-  ctl = new AbortController();
   ui.status.textContent = "Running the model…";
-  try {
-    const data = await api.anatomy({ prompt, model: st.model || null }, { signal: ctl.signal });
-    if (mine !== seq) return;
-    current = data;
-    showError(ui.promptError, null);
-    drawAll();
-    document.body.dataset.ready = "1";
-    ui.status.textContent = `${data.n} tokens through ${data.model}. Click a token to follow it.`;
-  } catch (e) {
-    if (e.name === "AbortError" || mine !== seq) return;
-    showError(ui.promptError, e.message);
+  const r = await anatomyRequests.run((signal) => api.anatomy({ prompt, model: st.model || null }, { signal }));
+  if (!r) return;
+  showError(ui.promptError, r.error?.message);
+  if (r.error) {
     ui.status.textContent = current ? "Showing the last prompt that worked." : "";
+    return;
   }
+  const data = r.data;
+  current = data;
+  drawAll();
+  document.body.dataset.ready = "1";
+  ui.status.textContent = `${data.n} tokens through ${data.model}. Click a token to follow it.`;
 }
 
 function drawAll() {

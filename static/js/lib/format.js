@@ -1,5 +1,4 @@
-// Display helpers shared by the cost lab and the anatomy page. Formatting only: every number they are
-// given was computed by the server.
+// Number formats for the pages. Formatting only: every number they are given was computed by the server.
 
 export const fmtInt = (x) => Math.round(x).toLocaleString("en-US");
 
@@ -22,24 +21,3 @@ export function fmtWords(x) {
 }
 
 export const fmtRatio = (x) => (x >= 10 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toPrecision(2));
-
-// Okabe-Ito colours per model, readable with colour-vision deficiencies; the live model stands out.
-export const MODEL_COLOR = {
-  live: "#D55E00",
-  "gpt2-small": "#7f7f7f",
-  "llama-2-7b": "#0072B2",
-  "llama-2-70b": "#009E73",
-  "llama-3-8b": "#CC79A7",
-};
-
-export function showError(el, message) {
-  el.textContent = message || "";
-  el.hidden = !message;
-}
-
-// The element with the given id, or a clear failure if the template and the script disagree.
-export function byId(id) {
-  const el = document.getElementById(id);
-  if (!el) throw new Error(`missing #${id} in the page`);
-  return el;
-}

@@ -63,6 +63,38 @@ export async function request(path, { method = "GET", body, signal } = {}) {
 
 export const post = (path, body, opts = {}) => request(path, { ...opts, method: "POST", body });
 
+// "Newest request wins", for anything a person can re-ask before the answer is back (typing, sliders,
+// clicks). Each `run(call)` aborts the previous request and resolves to
+//   {id, data}    the answer, if no newer run started meanwhile,
+//   {id, error}   the failure (an Error with a sentence), likewise,
+//   null          superseded or aborted: a newer request owns the screen, so draw nothing.
+// `call(signal)` makes the request; `cancel()` drops whatever is in flight; `isCurrent(id)` says
+// whether a run is still the newest (for work that continues after it resolved).
+export function latest() {
+  let ctl = null;
+  let seq = 0;
+  const cancel = () => {
+    ctl?.abort();
+    ctl = null;
+    return ++seq;
+  };
+  const isCurrent = (id) => id === seq;
+  async function run(call) {
+    const id = cancel();
+    const mine = new AbortController();
+    ctl = mine;
+    try {
+      const data = await call(mine.signal);
+      return isCurrent(id) ? { id, data } : null;
+    } catch (error) {
+      return error.name === "AbortError" || !isCurrent(id) ? null : { id, error };
+    } finally {
+      if (ctl === mine) ctl = null;
+    }
+  }
+  return { run, cancel, isCurrent };
+}
+
 // The model list rarely changes while a page is open. The page template embeds it (data-models on
 // <body>) so the first paint needs no round trip; otherwise fetch it once, and again after a failure.
 let modelsPromise = null;

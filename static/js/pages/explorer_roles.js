@@ -2,10 +2,11 @@
 // a "knock out this head" control in the head detail. Kept out of explorer.js so that page only calls
 // three functions; every number comes from /api/heads and /api/heads/ablation.
 
-import * as api from "./api.js";
-import { applyRoleFilter, badgeMap, fillRoleSelect, headName, loadRoles, renderKnockout } from "./heads.js";
-import * as store from "./store.js";
-import { updateGrid } from "./views/grid.js";
+import * as api from "../lib/api.js";
+import { applyRoleFilter, badgeMap, fillRoleSelect, headName, loadRoles, renderKnockout } from "../lib/heads.js";
+import { showError } from "../lib/dom.js";
+import * as store from "../lib/store.js";
+import { updateGrid } from "../views/grid.js";
 
 store.define({ role: { type: "string", def: "" } }); // the grid filter; "" = every head
 
@@ -52,13 +53,13 @@ export function mountRoleFilter(sel) {
 
 // ---- "knock out this head" in the head detail ----
 
-let ko = null; // {button, result, error, getContext, key, seq, ctl}
+let ko = null; // {button, result, error, getContext, key, requests}
 
 export function mountHeadKnockout({ button, result, error }, getContext) {
   const onPrompt = document.createElement("p");
   onPrompt.className = "hint roles-on-prompt";
   button.parentElement.prepend(onPrompt);
-  ko = { button, result, error, onPrompt, getContext, key: null, seq: 0, ctl: null };
+  ko = { button, result, error, onPrompt, getContext, key: null, requests: api.latest() };
   button.addEventListener("click", runHeadKnockout);
 }
 
@@ -104,7 +105,7 @@ export function resetHeadKnockout() {
   const key = c ? headKey(c) : null;
   if (key === ko.key) return;
   ko.key = key;
-  ko.ctl?.abort();
+  ko.requests.cancel();
   ko.result.replaceChildren();
   ko.error.hidden = true;
   ko.button.setAttribute("aria-pressed", "false");
@@ -117,23 +118,13 @@ export function resetHeadKnockout() {
 async function runHeadKnockout() {
   const c = ko.getContext();
   if (!c) return;
-  ko.ctl?.abort();
-  const ctl = new AbortController();
-  ko.ctl = ctl;
-  const seq = ++ko.seq;
   ko.button.setAttribute("aria-pressed", "true");
   ko.result.replaceChildren();
   ko.result.textContent = "Running the model without this head…";
-  try {
-    const body = { prompt: c.prompt, model: c.model || null, heads: [[c.layer, c.head]], top_k: 5 };
-    const res = await api.headAblation(body, { signal: ctl.signal });
-    if (seq !== ko.seq) return;
-    renderKnockout(ko.result, res);
-    ko.error.hidden = true;
-  } catch (e) {
-    if (e.name === "AbortError" || seq !== ko.seq) return;
-    ko.result.replaceChildren();
-    ko.error.textContent = e.message;
-    ko.error.hidden = false;
-  }
+  const body = { prompt: c.prompt, model: c.model || null, heads: [[c.layer, c.head]], top_k: 5 };
+  const r = await ko.requests.run((signal) => api.headAblation(body, { signal }));
+  if (!r) return;
+  showError(ko.error, r.error?.message);
+  if (r.error) ko.result.replaceChildren();
+  else renderKnockout(ko.result, r.data);
 }
