@@ -1,7 +1,8 @@
 """The model the server-side benchmarks serve, and prompts of an exact token length.
 
-Prompts are real English (the Brown corpus the classroom model was trained on), a different passage
-for every request, so the server's response cache never answers for the model.
+Prompts are English from the classroom corpus's own story generator (seeded, built in-repo: a benchmark
+must run on a fresh checkout with no corpus downloaded), a different passage for every request, so the
+server's response cache never answers for the model.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .models import CLASSROOM_SHAPE, random_net
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STANDIN = RESULTS / "classroom-shaped-random"
-STANDIN_LABEL = "classroom-shaped (random weights, Brown BPE tokenizer)"
+STANDIN_LABEL = "classroom-shaped (random weights, BPE tokenizer of generated stories)"
 
 
 def served_model() -> tuple[str, str]:
@@ -30,21 +31,24 @@ def served_model() -> tuple[str, str]:
 
 def standin() -> str:
     """A random model of the classroom model's shape with a 1024-token context and a BPE tokenizer of
-    its vocabulary size trained on the Brown corpus: for lengths beyond the bundled model's context."""
+    its vocabulary size (at most) trained on generated stories: for lengths beyond the bundled model's context."""
     if not (STANDIN / "model.safetensors").exists():
-        from training.corpus import brown_documents
         from training.data import train_tokenizer
 
-        tok = train_tokenizer(brown_documents(), CLASSROOM_SHAPE["vocab_size"])
+        tok = train_tokenizer(english_documents(), CLASSROOM_SHAPE["vocab_size"])
         shape = {**CLASSROOM_SHAPE, "vocab_size": tok.hf.get_vocab_size()}
         save(random_net("classroom-shaped-random", **shape), tok, STANDIN)
     return str(STANDIN)
 
 
-def english_words() -> list[str]:
-    from training.corpus import brown_documents
+def english_documents(n: int = 2000) -> list[str]:
+    from training.corpus import story_documents
 
-    return " ".join(brown_documents()[:40]).split()
+    return story_documents(seed=12345, n=n)  # a seed training did not use (it uses 0)
+
+
+def english_words() -> list[str]:
+    return " ".join(english_documents(400)).split()
 
 
 class Prompts:
