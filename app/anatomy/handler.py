@@ -7,8 +7,8 @@ from labs.census import param_census
 from labs.cost import arch, feed_forward_share
 from model import LanguageModel
 
+from ..predictions import token_probs
 from ..runtime import Runtime
-from ..trace.handler import token_probs
 from ..wire import rounded
 from . import text
 from .schemas import AnatomyRequest, AnatomyResponse

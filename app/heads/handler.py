@@ -10,8 +10,8 @@ from labs.roles.probes import probe_attention
 from labs.roles.registry import HEAD_SCORES, ROLE_BY_KEY, ROLES, prompt_scores
 
 from ..errors import BadInput
+from ..predictions import compare_distributions
 from ..runtime import Runtime
-from ..trace.handler import compare_distributions
 from ..wire import encode_attention, rounded
 from . import text
 from .schemas import (

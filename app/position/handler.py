@@ -22,8 +22,8 @@ from labs.position import (
 from model import LanguageModel
 
 from ..errors import BadInput, sentence
+from ..predictions import token_probs
 from ..runtime import Runtime
-from ..trace.handler import token_probs
 from ..wire import rounded, sig
 from . import text
 from .schemas import (
