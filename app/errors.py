@@ -7,8 +7,18 @@ sentence ("temperature must be greater than 0"), so the page never shows raw pyd
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from .middleware import SECURITY_HEADERS
+
+# What a strict field wants, in words, and how a JSON value of the wrong type is named.
+WANTS = {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false",
+         "string_type": "a string", "list_type": "a list", "tuple_type": "a list"}  # fmt: skip
+JSON_TYPES = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "a list",
+              dict: "an object", type(None): "null"}  # fmt: skip
 
 
 class BadInput(ValueError):
@@ -48,6 +58,12 @@ def describe_error(err: dict) -> str:
         )
     if kind == "model_attributes_type":
         return "The request body must be a JSON object."
+    if kind in WANTS:
+        got = err.get("input")
+        shown = f" ({got!r})" if isinstance(got, str) and len(got) <= 20 else ""
+        if isinstance(got, float) and got.is_integer() and kind == "int_type":
+            shown = f" ({got!r}: write it without the decimal point)"
+        return f"{field} must be {WANTS[kind]}, not {JSON_TYPES.get(type(got), 'this value')}{shown}."
     msg = msg.removeprefix("Value error, ")
     return f"{field}: {msg[0].lower()}{msg[1:]}." if msg else f"{field} is invalid."
 
@@ -58,6 +74,34 @@ async def validation_error(request: Request, exc: RequestValidationError) -> JSO
     detail = " ".join(sentences) if sentences else "The request is invalid."
     safe = [{k: e[k] for k in ("type", "loc", "msg") if k in e} for e in errors]  # inputs may be huge
     return JSONResponse({"detail": detail, "errors": safe}, status_code=422)
+
+
+def unreadable_body(cause: BaseException | None) -> str | None:
+    """The sentence for a body FastAPI could not parse (it answers a bare 400), or None if not one."""
+    if isinstance(cause, RecursionError):
+        return "The request body is nested too deeply to read: send a flat JSON object (see /docs)."
+    if isinstance(cause, UnicodeDecodeError):
+        return "The request body is not valid UTF-8 text: send JSON encoded as UTF-8."
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return "The request body holds a number with thousands of digits: send ordinary numbers."
+    if isinstance(cause, (ValueError, TypeError)):
+        return "The request body could not be read as JSON: send a JSON object (see /docs)."
+    return None
+
+
+async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    why = unreadable_body(exc.__cause__) if exc.status_code == 400 else None
+    if why is not None:
+        return JSONResponse({"detail": why}, status_code=422)
+    return await http_exception_handler(request, exc)
+
+
+async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+    """A bug: a sentence instead of bare text (the traceback is still logged by the server). This answer
+    is sent from outside every middleware, so it carries the security headers itself."""
+    body = {"detail": "Something went wrong inside the server on this request; it has been logged. "
+            "Try again, or try a shorter or different input."}  # fmt: skip
+    return JSONResponse(body, status_code=500, headers=SECURITY_HEADERS)
 
 
 async def bad_input(request: Request, exc: BadInput) -> JSONResponse:
@@ -74,6 +118,8 @@ async def busy(request: Request, exc: Busy) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, internal_error)
     app.add_exception_handler(BadInput, bad_input)
     app.add_exception_handler(UnknownModel, unknown_model)
     app.add_exception_handler(Busy, busy)

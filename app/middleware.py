@@ -1,10 +1,11 @@
-"""Two ASGI middlewares: security headers on every response, and a cap on request body size.
+"""ASGI middlewares: security headers on every response, a cap on request body size, and a Host check.
 
 Plain ASGI rather than `BaseHTTPMiddleware`, so they add no task per request and never buffer responses.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -90,3 +91,46 @@ class BodyLimit:
             return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header without its port: "127.0.0.1:8000" -> "127.0.0.1", "[::1]:80" -> "[::1]"."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[: header.find("]") + 1]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class HostCheck:
+    """A server bound to loopback answers only requests addressed to a loopback name (400 otherwise).
+
+    Against DNS rebinding: a web page elsewhere can point its own name at 127.0.0.1 and make the
+    browser send it requests, but the browser still sends that name as the Host. Off loopback there is
+    no check: whatever name a classroom or reverse proxy uses is meant to reach the server.
+    """
+
+    def __init__(self, app: ASGIApp, host: str) -> None:
+        self.app = app
+        named = f"[{host}]" if ":" in host else host.lower()
+        self.allowed = {"localhost", "127.0.0.1", "[::1]", named}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        header = Headers(scope=scope).get("host")
+        if header is not None and host_name(header) not in self.allowed:
+            return await _reject(
+                send, 400,
+                "This server listens on this machine only and answers only to the names localhost, "
+                "127.0.0.1 and [::1]: open it as http://127.0.0.1 with its port.",
+            )  # fmt: skip
+        await self.app(scope, receive, send)

@@ -52,7 +52,7 @@ def page_route(template: str):
 
 
 for p in PAGES:
-    router.add_api_route(p.path, page_route(p.template), methods=["GET"], response_class=HTMLResponse)
+    router.add_api_route(p.path, page_route(p.template), methods=["GET", "HEAD"], response_class=HTMLResponse)
 
 
 def mount_static(app: FastAPI) -> None:

@@ -8,9 +8,10 @@ runtime and the handlers, which know them; here only what is true for every mode
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic import Strict as StrictMode
 
 EXAMPLE_PROMPT = "The cat sat on the mat. The cat"
 
@@ -19,14 +20,23 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Body(Strict):
+    """A JSON request body: types are strict, so "5" is not an integer, 3.0 is not a layer and "yes" is
+    not a boolean (422, not a silent guess). Query-string models stay `Strict`: there every value is text."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
 def examples(*examples: dict) -> ConfigDict:
     return ConfigDict(extra="forbid", json_schema_extra={"examples": list(examples)})
 
 
-Head = tuple[int, int]  # (layer, head), both counted from 0
+# A JSON array of two integers: strict mode alone would want a Python tuple, so the pair is lax, its ints strict.
+Pair = Annotated[tuple[StrictInt, StrictInt], StrictMode(False)]
+Head = Pair  # (layer, head), both counted from 0
 
 
-class PromptRequest(Strict):
+class PromptRequest(Body):
     prompt: str = Field(description="Text to analyse; tokenised by the model's own tokenizer.")
     model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
 

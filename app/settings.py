@@ -28,6 +28,7 @@ class Settings(BaseSettings):
     cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0)  # response cache budget; 0 disables it
     parallel_runs: int = Field(default=2, ge=1)  # forward passes at once; more only fight for 2 cores
     torch_threads: int | None = Field(default=None, ge=1)  # per process; None: PyTorch's default
+    host: str | None = None  # the address served (set by `python -m app`); loopback turns on the Host check
     url: str | None = None  # printed when the models are loaded (set by `python -m app`)
 
 

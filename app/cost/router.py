@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 from ..deps import Rt, json
 from ..schemas import ERRORS, ErrorResponse
 from . import handler
-from .schemas import CostRequest, CostResponse, TimingRequest, TimingResponse
+from .schemas import CostBody, CostRequest, CostResponse, TimingRequest, TimingResponse
 
 router = APIRouter(tags=["cost"])
 BUSY = {
@@ -32,7 +32,7 @@ def cost_get(rt: Rt, query: Annotated[CostRequest, Query()]) -> Response:
 @router.post(
     "/api/cost", response_model=CostResponse, responses=ERRORS, summary="Attention's cost at n tokens"
 )
-def cost_post(req: CostRequest, rt: Rt) -> Response:
+def cost_post(req: CostBody, rt: Rt) -> Response:
     """The same as `GET /api/cost`, with a JSON body."""
     return json(handler.cost(rt, req))
 

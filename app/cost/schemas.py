@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
-from ..schemas import Params, Strict
+from ..schemas import Body, Params, Strict
 from ..schemas import examples as _examples
 
 # Pure arithmetic, so it could go further; 2^20 keeps every count below 2^53, exact in JavaScript.
@@ -17,7 +17,13 @@ class CostRequest(Strict):
     model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
 
 
-class TimingRequest(Strict):
+class CostBody(CostRequest):
+    """POST /api/cost: the same fields as JSON, with strict types (the GET form reads them from text)."""
+
+    model_config = ConfigDict(strict=True)
+
+
+class TimingRequest(Body):
     model_config = _examples({}, {"max_n": 1024, "repeats": 3})
     model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
     max_n: int | None = Field(

@@ -132,6 +132,8 @@ def order_condition(lm: LanguageModel, c, k: int) -> dict:
 def rope(rt: Runtime, req: RopeRequest) -> bytes:
     lm = rt.lm(req.model)
     cfg = lm.config
+    if req.source == "random" or cfg.positional == "learned":
+        rt.ids(lm, req.prompt)  # unused there, but part of the cache key: the same limits as everywhere
     if cfg.positional == "learned":
         return rt.cached("rope", lm, req, lambda: learned(lm))
     scale = req.scale or cfg.rope_scale

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..schemas import PromptRequest, Strict, TokenProb
+from ..schemas import Body, Pair, PromptRequest, Strict, TokenProb
 from ..schemas import examples as _examples
 
 # Four n x n matrices per condition travel as JSON floats; beyond this a map is unreadable anyway.
@@ -33,9 +33,7 @@ class PermutationRequest(PromptRequest):
         description="How to reorder the tokens: a seeded shuffle, reverse, swap two positions, or an explicit order.",
     )
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Seed of the shuffle.")
-    swap: tuple[int, int] | None = Field(
-        default=None, description="For 'swap': the two token positions, from 0."
-    )
+    swap: Pair | None = Field(default=None, description="For 'swap': the two token positions, from 0.")
     order: list[int] | None = Field(
         default=None,
         max_length=MAX_PERMUTATION_TOKENS,
@@ -92,7 +90,7 @@ class PermutationResponse(Strict):
     causal_note: str = Field(description="Why the causal mask alone breaks equivariance.")
 
 
-class WordOrderRequest(Strict):
+class WordOrderRequest(Body):
     model_config = _examples(
         {"prompt_a": SENTENCE_A, "prompt_b": SENTENCE_B},
         {
@@ -159,7 +157,7 @@ class WordOrderResponse(Strict):
     notes: dict[str, str]
 
 
-class RopeRequest(Strict):
+class RopeRequest(Body):
     model_config = _examples(
         {},
         {"scale": 4.0, "prompt": "The cat sat on the mat. The cat", "layer": 1, "head": 0},

@@ -170,5 +170,5 @@ def test_api_anatomy_rejects_bad_input(client, body, status):
 
 def test_api_cost_openapi_documents_examples(client):
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    for name in ("CostRequest", "TimingRequest", "AnatomyRequest"):
+    for name in ("CostBody", "TimingRequest", "AnatomyRequest"):
         assert schemas[name]["examples"], name

@@ -24,7 +24,7 @@ CASES = [
     ("/api/trace", {"prompt": "x" * 401}, 422, "401 characters; the limit is 400"),
     ("/api/trace", {"prompt": LONG}, 422, "reads at most 64 tokens"),
     ("/api/trace", {"prompt": 42}, 422, "prompt"),
-    ("/api/trace", {"prompt": ["a"]}, 422, "valid string"),
+    ("/api/trace", {"prompt": ["a"]}, 422, "prompt must be a string, not a list"),
     ("/api/trace", {}, 422, "'prompt' is required"),
     ("/api/trace", {**OK, "temperature": 0}, 422, "temperature"),
     ("/api/trace", {**OK, "temperature": -1}, 422, "greater than 0"),
