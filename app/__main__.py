@@ -1,6 +1,10 @@
 """`python -m app`: serve Attention Atlas with uvicorn.
 
     python -m app [--model NAME_OR_PATH]... [--host 127.0.0.1] [--port 8000] [--device cpu|cuda] [--workers N]
+                  [--debug]
+
+Before any worker starts, every model is loaded once here and the port is bound: a broken model or a
+busy port exits 1 with one sentence, last (the traceback too with --debug), for any number of workers.
 
 Flags reach the app through ATLAS_* environment variables (see app/settings.py), because with
 --workers > 1 uvicorn starts fresh processes that build the app from an import string.
@@ -14,9 +18,12 @@ import json
 import os
 import socket
 import sys
+import traceback
 from pathlib import Path
+from typing import NoReturn
 
-from model.loading import BUNDLED, bundled_path
+from app.middleware import is_loopback
+from model.loading import BUNDLED, ModelLoadError, bundled_path, load
 
 BANNER_WIDTH = 78
 
@@ -36,6 +43,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--workers", type=int, default=1, help="server processes, each with its own models (default 1)"
     )
+    p.add_argument("--debug", action="store_true", help="on a failure to start, print the traceback too")
     args = p.parse_args(argv)
     if not 0 < args.port < 65536:
         p.error(f"--port must be 1-65535, not {args.port}")
@@ -56,13 +64,51 @@ def model_problem(spec: str) -> str | None:
     return None
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+def is_any(host: str) -> bool:
+    """Every address of this machine: 0.0.0.0, ::, and the shorthand 0."""
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host == "0" or ipaddress.ip_address(host).is_unspecified
     except ValueError:
         return False
+
+
+def urls(host: str, port: int) -> list[str]:
+    """Addresses a browser can open: never http://0:PORT. Listening everywhere: this machine, then the LAN."""
+    if is_any(host):
+        return [f"http://127.0.0.1:{port}", f"http://{lan_address()}:{port}"]
+    return [f"http://{f'[{host}]' if ':' in host else host}:{port}"]
+
+
+def fail(reason: str, debug: bool, exc: BaseException | None = None) -> NoReturn:
+    """Exit 1 with the reason as the last line; the traceback before it only with --debug."""
+    if debug and exc is not None:
+        traceback.print_exception(exc, file=sys.stderr)
+    sys.stderr.flush()
+    sys.exit(f"Cannot start: {reason}")
+
+
+def check_models(specs: list[str], device: str, debug: bool) -> None:
+    """Load every model once, here, so a broken one stops the server before any worker starts."""
+    for spec in specs:
+        try:
+            load(spec, device=device)
+        except ModelLoadError as e:
+            fail(f"{e}.", debug, e)
+        except Exception as e:  # noqa: BLE001 - anything else is a bug to report in one line
+            fail(f"loading {spec!r} failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+                 " (run with --debug for the traceback).", debug, e)  # fmt: skip
+
+
+def check_port(host: str, port: int, debug: bool) -> None:
+    """Bind once to see the port is free (uvicorn binds again at once), for a sentence instead of a log."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as e:
+        fail(f"cannot listen on {host}:{port} ({e.strerror or e}); is another server using the port? "
+             "Choose another with --port.", debug, e)  # fmt: skip
 
 
 def lan_address() -> str:
@@ -77,7 +123,7 @@ def lan_address() -> str:
 
 def warn_public(host: str, port: int) -> None:
     line = "!" * BANNER_WIDTH
-    where = lan_address() if host in ("0.0.0.0", "::") else host
+    where = lan_address() if is_any(host) else host
     print(f"\n{line}\n  WARNING: listening on {host}:{port}, NOT only on this machine.\n"
           "  Anyone who can reach this address on your network can use the server and its models.\n"
           "  There is no login. Use --host 127.0.0.1 unless you mean to serve a classroom.\n"
@@ -95,8 +141,10 @@ def main(argv: list[str] | None = None) -> None:
 
         if not torch.cuda.is_available():
             sys.exit("Cannot start: --device cuda, but PyTorch sees no CUDA GPU here. Use --device cpu.")
-    shown_host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-    url = f"http://{f'[{shown_host}]' if ':' in shown_host else shown_host}:{args.port}"
+    if args.host == "0":
+        args.host = "0.0.0.0"
+    shown = urls(args.host, args.port)
+    url = shown[0] if len(shown) == 1 else f"{shown[0]} (other machines: {shown[1]})"
     # Folders become absolute so every worker process resolves them the same way.
     models = [
         m if model_problem(m) is None and not Path(m).is_dir() else str(Path(m).resolve())
@@ -105,11 +153,14 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["ATLAS_MODELS"] = json.dumps(models)
     os.environ["ATLAS_DEVICE"] = args.device
     os.environ["ATLAS_URL"] = url
+    os.environ["ATLAS_HOST"] = args.host
     # Each worker gets its share of the cores: 2 workers x 2 torch threads on 2 cores only fight.
     os.environ.setdefault("ATLAS_TORCH_THREADS", str(max(1, (os.cpu_count() or 1) // args.workers)))
     if not is_loopback(args.host):
         warn_public(args.host, args.port)
     print(f"Attention Atlas: loading {', '.join(args.models)} on {args.device}; then open {url}", flush=True)
+    check_models(models, args.device, args.debug)
+    check_port(args.host, args.port, args.debug)
 
     import uvicorn
 

@@ -42,24 +42,34 @@ def load(name_or_path: str | Path, device: str = "cpu", dtype: torch.dtype = tor
     if not config_file.exists():
         raise ModelLoadError(f"{folder} has no config.json")
     try:
-        raw = json.loads(config_file.read_text())
-    except json.JSONDecodeError as e:
-        raise ModelLoadError(f"{config_file} is not valid JSON: {e}") from e
+        raw = json.loads(config_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise ModelLoadError(f"{config_file} is not valid JSON text: {e}") from e
+    if not isinstance(raw, dict):
+        raise ModelLoadError(f"{config_file} must hold a JSON object of settings")
     name = folder.name if str(name_or_path) not in BUNDLED else str(name_or_path)
     try:
         cfg, sd = _read_ours(folder, raw, name) if "arch" in raw else _read_hf(folder, raw, name)
     except UnsupportedModel as e:
         raise ModelLoadError(str(e)) from e
-    except (KeyError, TypeError) as e:
+    except ModelLoadError:
+        raise
+    except KeyError as e:
         raise ModelLoadError(f"{folder}: config or weights are missing {e}; supported: {SUPPORTED}") from e
-    net = build(cfg, sd, folder)
+    except (TypeError, ValueError, OverflowError) as e:  # e.g. "n_layer": "four"
+        raise ModelLoadError(f"{config_file} has a setting of the wrong kind or range: {e}") from e
     tok_file = folder / "tokenizer.json"
     if not tok_file.exists():
         raise ModelLoadError(f"{folder} has no tokenizer.json (Hugging Face `tokenizers` format)")
+    net = build(cfg, sd, folder)
+    try:
+        tokenizer = Tokenizer.from_file(tok_file)
+    except Exception as e:  # the tokenizers library raises its own Exception subclass for a bad file
+        raise ModelLoadError(f"{tok_file} is not a readable Hugging Face tokenizer: {e}") from e
     card = folder / "MODEL_CARD.md"
     return LanguageModel(
         net.to(device=device, dtype=dtype).eval(),
-        Tokenizer.from_file(tok_file),
+        tokenizer,
         name=name,
         card=card.read_text() if card.exists() else None,
     )
@@ -91,7 +101,14 @@ def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def build(cfg: ModelConfig, sd: dict[str, torch.Tensor], folder: Path | str = "weights") -> Transformer:
-    net = Transformer(cfg)
+    try:
+        net = Transformer(cfg)
+    except (RuntimeError, MemoryError, TypeError, ValueError, OverflowError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ModelLoadError(
+            f"{folder}: cannot build the model its config.json describes (too large for this machine's "
+            f"memory, or a setting out of range): {first[:200]}"
+        ) from e
     expected = net.state_dict()
     missing = [k for k in expected if k not in sd and not (cfg.tie_embeddings and k == "unembed.weight")]
     if missing:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import subprocess
+import sys
 
 import httpx
 import pytest
 
 import app.__main__ as cli
 from tests.api_helpers import save_tiny
-from tests.servers import run_app
+from tests.servers import ROOT, free_port, run_app
 
 
 def test_cli_defaults_and_repeatable_model():
@@ -50,7 +53,7 @@ def test_cli_passes_settings_to_workers_and_warns_off_loopback(tmp_path, monkeyp
     folder = save_tiny(tmp_path / "tiny")
     seen = {}
     monkeypatch.setattr("uvicorn.run", lambda target, **kw: seen.update(target=target, **kw))
-    for name in ("ATLAS_MODELS", "ATLAS_DEVICE", "ATLAS_URL", "ATLAS_TORCH_THREADS"):
+    for name in ("ATLAS_MODELS", "ATLAS_DEVICE", "ATLAS_URL", "ATLAS_HOST", "ATLAS_TORCH_THREADS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     cli.main(["--model", "tiny", "--host", "0.0.0.0", "--port", "8123", "--workers", "2"])
@@ -62,7 +65,7 @@ def test_cli_passes_settings_to_workers_and_warns_off_loopback(tmp_path, monkeyp
         "workers": 2,
     }
     assert json.loads(os.environ["ATLAS_MODELS"]) == [str(folder)]  # absolute, as every worker must see it
-    assert os.environ["ATLAS_URL"] == "http://127.0.0.1:8123"
+    assert os.environ["ATLAS_URL"].startswith("http://127.0.0.1:8123 (other machines: http://")
     out = capsys.readouterr()
     assert "WARNING" in out.err and "0.0.0.0:8123" in out.err
     assert "http://127.0.0.1:8123" in out.out
@@ -82,3 +85,59 @@ def test_cli_serves_with_two_worker_processes(tmp_path):
     out = server.output()
     assert f"Attention Atlas is ready: open {server.url}" in out
     assert out.count("Attention Atlas is ready") == 2  # one line per worker
+
+
+def broken(folder, how: str):
+    if how == "truncated weights":
+        weights = folder / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:500])
+    elif how == "missing tokenizer":
+        (folder / "tokenizer.json").unlink()
+    elif how == "binary config":
+        (folder / "config.json").write_bytes(b"\xff\xfe\x00binary")
+    elif how == "n_layer four":
+        cfg = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**cfg, "n_layer": "four"}))
+    elif how == "huge vocabulary":
+        cfg = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**cfg, "vocab_size": 10**13}))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "how", ["truncated weights", "missing tokenizer", "binary config", "n_layer four", "huge vocabulary"]
+)
+def test_cli_broken_model_exits_non_zero_with_one_sentence_for_two_workers(tmp_path, how):
+    folder = broken(save_tiny(tmp_path / "tiny"), how)
+    cmd = [sys.executable, "-m", "app", "--model", str(folder), "--workers", "2", "--port", str(free_port())]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0, done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("Cannot start: ") and str(folder) in last, done.stderr
+    assert "Traceback" not in done.stderr and "ready" not in done.stdout
+    debug = subprocess.run([*cmd, "--debug"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+    assert debug.stderr.strip().splitlines()[-1] == last
+
+
+def test_cli_busy_port_exits_non_zero_with_one_sentence(tmp_path):
+    folder = save_tiny(tmp_path / "tiny")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+        cmd = [sys.executable, "-m", "app", "--model", str(folder), "--workers", "2", "--port", str(port)]
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1].startswith(f"Cannot start: cannot listen on 127.0.0.1:{port}")
+    assert "ready" not in done.stdout
+
+
+def test_cli_any_address_prints_usable_urls(monkeypatch):
+    monkeypatch.setattr(cli, "lan_address", lambda: "192.168.1.5")
+    for host in ("0", "0.0.0.0", "::"):
+        assert cli.urls(host, 8000) == ["http://127.0.0.1:8000", "http://192.168.1.5:8000"]
+    assert cli.urls("::1", 8000) == ["http://[::1]:8000"]
+    assert cli.urls("127.0.0.1", 8000) == ["http://127.0.0.1:8000"]
