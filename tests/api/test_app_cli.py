@@ -54,7 +54,8 @@ def test_cli_passes_settings_to_workers_and_warns_off_loopback(tmp_path, monkeyp
     seen = {}
     monkeypatch.setattr("uvicorn.run", lambda target, **kw: seen.update(target=target, **kw))
     for name in ("ATLAS_MODELS", "ATLAS_DEVICE", "ATLAS_URL", "ATLAS_HOST", "ATLAS_TORCH_THREADS"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded, so what cli.main sets is undone after the test
+        monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     cli.main(["--model", "tiny", "--host", "0.0.0.0", "--port", "8123", "--workers", "2"])
     assert seen == {
