@@ -29,6 +29,7 @@ class Settings(BaseSettings):
     parallel_runs: int = Field(default=2, ge=1)  # forward passes at once; more only fight for 2 cores
     torch_threads: int | None = Field(default=None, ge=1)  # per process; None: PyTorch's default
     url: str | None = None  # printed when the models are loaded (set by `python -m app`)
+    max_waiting: int = Field(default=32, ge=1)  # model jobs waiting (a class of 30 at once); more: 503
 
 
 @lru_cache
