@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated
 
+import anyio.from_thread
 from fastapi import Depends, Query, Request, Response
 
-from .runtime import Runtime
+from .runtime import CALLER, Caller, Runtime
 
 
-def get_runtime(request: Request) -> Runtime:
+def fairness_key(request: Request) -> str | None:
+    """The client's address, or None for loopback (this machine's user, or a proxy on it; uvicorn
+    replaces a local proxy's address with the X-Forwarded-For it sends, so students stay apart)."""
+    host = request.client.host if request.client else None
+    if not host:
+        return None
+    try:
+        return None if ipaddress.ip_address(host).is_loopback else host
+    except ValueError:
+        return host  # not an address (the test client's "testclient"): a client like any other
+
+
+def disconnected(request: Request) -> bool:
+    """Whether the client has gone, asked from a request thread (the route's, where FastAPI runs a
+    plain `def`): Starlette's `is_disconnected()` looks at the connection without waiting."""
+    try:
+        return anyio.from_thread.run(request.is_disconnected)
+    except RuntimeError:  # not on a request thread: no way to ask, so assume it is still there
+        return False
+
+
+async def get_runtime(request: Request) -> Runtime:
+    # async, so it runs in the request's own task: the context variable set here reaches the route's
+    # thread (anyio copies the context into it) and so every `Runtime.run` the route makes.
+    CALLER.set(Caller(fairness_key(request), lambda: disconnected(request)))
     return request.app.state.runtime
 
 

@@ -6,6 +6,8 @@ sentence ("temperature must be greater than 0"), so the page never shows raw pyd
 
 from __future__ import annotations
 
+import math
+
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -30,7 +32,20 @@ class UnknownModel(LookupError):
 
 
 class Busy(RuntimeError):
-    """Another exclusive job held the lock for longer than we were willing to wait: a 503."""
+    """The server cannot take this now (the model queue is full, another measurement runs): a 503 whose
+    Retry-After says when to try again. Refused at once: nothing waits on a shared thread."""
+
+    def __init__(self, message: str, retry_after: float = 5) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, math.ceil(retry_after))
+
+
+class Replaced(RuntimeError):
+    """A newer request of the same kind from the same client replaced this one before it ran: a 409."""
+
+
+class ClientGone(RuntimeError):
+    """The client disconnected before its model work started; nobody reads the answer (499, as nginx)."""
 
 
 def sentence(e: Exception) -> str:
@@ -113,7 +128,15 @@ async def unknown_model(request: Request, exc: UnknownModel) -> JSONResponse:
 
 
 async def busy(request: Request, exc: Busy) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
+    return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": str(exc.retry_after)})
+
+
+async def replaced(request: Request, exc: Replaced) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=409)
+
+
+async def client_gone(request: Request, exc: ClientGone) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=499)
 
 
 def install(app: FastAPI) -> None:
@@ -123,3 +146,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(BadInput, bad_input)
     app.add_exception_handler(UnknownModel, unknown_model)
     app.add_exception_handler(Busy, busy)
+    app.add_exception_handler(Replaced, replaced)
+    app.add_exception_handler(ClientGone, client_gone)

@@ -4,16 +4,26 @@ Stateless by design: every answer depends only on (model, request), so any worke
 bytes for the same request, and the cache can never serve one prompt's trace to another.
 A handler validates with `lm()/ids()/check_heads()/check_top_k()`, then returns
 `cached(kind, lm, req, build)`, where `build()` returns the endpoint's response model.
+
+Admission control (`ModelQueue`): every forward pass waits in one bounded queue served by
+`parallel_runs` model threads. A request that finds `max_waiting` jobs already waiting gets 503 with
+Retry-After; a request whose client has gone is withdrawn before its job starts; and a client (by
+address) has at most one waiting job per kind: a newer one replaces the older (the page's
+AbortController cancels the old fetch, and now the old computation too).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection, Hashable
+from concurrent.futures import Future
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
@@ -22,11 +32,135 @@ from pydantic import BaseModel
 from labs.census import param_census
 from model import LanguageModel, load
 
-from .errors import BadInput, UnknownModel
+from .errors import BadInput, Busy, ClientGone, Replaced, UnknownModel
 from .settings import Settings
 
 RUNNER_THREAD = "atlas-model"
+POLL_S = 0.1  # how often a waiting request checks that its client is still there
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asked for the model work being submitted (set per request by app/deps.py).
+
+    `client`: the key for per-client fairness (the client's address), or None where it would be
+    meaningless: a loopback client is this machine's own user, or a reverse proxy on it (uvicorn then
+    puts the proxy's X-Forwarded-For address in its place). `gone()`: true once the client disconnected.
+    """
+
+    client: str | None
+    gone: Callable[[], bool]
+
+
+CALLER: ContextVar[Caller | None] = ContextVar("atlas_caller", default=None)
+
+
+class Job:
+    __slots__ = ("fn", "future", "key", "state")
+
+    def __init__(self, fn: Callable[[], object], key: Hashable | None) -> None:
+        self.fn, self.key, self.state = fn, key, "waiting"
+        self.future: Future = Future()
+
+
+class ModelQueue:
+    """A fixed number of model threads serving one bounded FIFO queue of jobs.
+
+    At most `max_waiting` jobs wait (beyond that `submit` raises Busy at once, with a Retry-After
+    estimated from recent job times); a job with a `key` replaces a waiting job with the same key;
+    `withdraw` removes a job that has not started. Nothing here sleeps waiting for a lock: the
+    threads wait on a condition for work, requests wait on their job's future.
+    """
+
+    def __init__(self, threads: int, max_waiting: int) -> None:
+        self.threads, self.max_waiting = threads, max_waiting
+        self.avg_s = 0.5  # moving average of a job's run time, for Retry-After
+        self.running = 0
+        self._waiting: deque[Job] = deque()
+        self._by_key: dict[Hashable, Job] = {}
+        self._cv = threading.Condition()
+        self._closed = False
+        self._workers = [
+            threading.Thread(target=self._work, name=f"{RUNNER_THREAD}-{i}", daemon=True)
+            for i in range(threads)
+        ]
+        for w in self._workers:
+            w.start()
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def retry_after(self) -> int:
+        """Seconds until the queue has likely drained: jobs ahead / threads x average job time."""
+        return max(1, math.ceil((len(self._waiting) + self.running) / self.threads * self.avg_s))
+
+    def submit(self, fn: Callable[[], object], key: Hashable | None = None) -> Job:
+        with self._cv:
+            if self._closed:
+                raise Busy("The server is shutting down; try again in a few seconds.")
+            if key is not None and (old := self._by_key.pop(key, None)) is not None:
+                self._waiting.remove(old)
+                old.state = "replaced"
+                old.future.set_exception(
+                    Replaced("A newer request of the same kind from you replaced this one.")
+                )
+            if len(self._waiting) >= self.max_waiting:
+                wait = self.retry_after()
+                raise Busy(
+                    f"The server is busy: {len(self._waiting)} requests are already waiting for the model. "
+                    f"Try again in {wait} s.",
+                    retry_after=wait,
+                )
+            job = Job(fn, key)
+            self._waiting.append(job)
+            if key is not None:
+                self._by_key[key] = job
+            self._cv.notify()
+        return job
+
+    def withdraw(self, job: Job) -> bool:
+        """Take `job` out of the queue if it has not started; True if it was withdrawn."""
+        with self._cv:
+            if job.state != "waiting":
+                return False
+            self._waiting.remove(job)
+            if self._by_key.get(job.key) is job:
+                del self._by_key[job.key]
+            job.state = "withdrawn"
+            job.future.cancel()
+            return True
+
+    def _work(self) -> None:
+        while True:
+            with self._cv:
+                while not self._waiting and not self._closed:
+                    self._cv.wait()
+                if not self._waiting:
+                    return  # closed and drained
+                job = self._waiting.popleft()
+                if self._by_key.get(job.key) is job:
+                    del self._by_key[job.key]
+                job.state = "running"
+                self.running += 1
+            start = time.monotonic()
+            if job.future.set_running_or_notify_cancel():
+                try:
+                    job.future.set_result(job.fn())
+                except BaseException as e:  # noqa: BLE001 - handed to the waiting request as it is
+                    job.future.set_exception(e)
+            with self._cv:
+                self.running -= 1
+                self.avg_s = 0.8 * self.avg_s + 0.2 * (time.monotonic() - start)
+                job.state = "done"
+
+    def close(self) -> None:
+        """Stop the threads once the queued work is done."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        for w in self._workers:
+            w.join()
 
 
 class ByteLRU:
@@ -84,7 +218,8 @@ class Runtime:
         # only slow every one down), on these few threads whichever of the server's ~40 request threads
         # asked: PyTorch keeps memory per calling thread, and with every request thread taking turns a
         # server under a class's load grew by ~20 MiB per thread (bench/load.py); on 2 it stays flat.
-        self._runner = ThreadPoolExecutor(settings.parallel_runs, thread_name_prefix=RUNNER_THREAD)
+        # At most `max_waiting` requests wait for them, so request threads stay free for pages.
+        self.queue = ModelQueue(settings.parallel_runs, settings.max_waiting)
 
     @classmethod
     def load(cls, settings: Settings) -> Runtime:
@@ -162,27 +297,38 @@ class Runtime:
 
     # ---- running and caching ----
 
-    def run(self, fn: Callable[[], T]) -> T:
+    def run(self, fn: Callable[[], T], kind: str | None = None) -> T:
         """`fn()` on one of the model threads, in inference mode (inline if already on one, so nesting
-        cannot deadlock)."""
+        cannot deadlock). Queued as the current request's (`CALLER`): dropped if its client has gone
+        before it starts, and replacing that client's waiting job of the same `kind`."""
         if threading.current_thread().name.startswith(RUNNER_THREAD):
             return fn()
+        caller = CALLER.get()
+        if caller is not None and caller.gone():
+            raise ClientGone("The client closed the connection before the model ran.")
 
-        def job() -> T:
+        def work() -> T:
             with torch.inference_mode():
                 return fn()
 
-        return self._runner.submit(job).result()
+        key = (caller.client, kind) if caller is not None and caller.client and kind else None
+        job = self.queue.submit(work, key)
+        while True:
+            try:
+                return job.future.result(timeout=POLL_S if caller is not None else None)
+            except TimeoutError:
+                if job.state == "waiting" and caller.gone() and self.queue.withdraw(job):
+                    raise ClientGone("The client closed the connection before the model ran.") from None
 
     def cached(self, kind: str, lm: LanguageModel, req: BaseModel, build: Callable[[], BaseModel]) -> bytes:
         """JSON bytes of the response model `build()` returns, computed once per (kind, model, request)."""
         key = cache_key(kind, lm, req)
         body = self.cache.get(key)
         if body is None:
-            body = self.run(lambda: build().model_dump_json().encode())
+            body = self.run(lambda: build().model_dump_json().encode(), kind)
             self.cache.put(key, body)
         return body
 
     def close(self) -> None:
         """Stop the model threads (the lifespan calls this at shutdown; queued work finishes first)."""
-        self._runner.shutdown(wait=True)
+        self.queue.close()

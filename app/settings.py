@@ -30,6 +30,7 @@ class Settings(BaseSettings):
     torch_threads: int | None = Field(default=None, ge=1)  # per process; None: PyTorch's default
     host: str | None = None  # the address served (set by `python -m app`); loopback turns on the Host check
     url: str | None = None  # printed when the models are loaded (set by `python -m app`)
+    max_waiting: int = Field(default=32, ge=1)  # model jobs waiting (a class of 30 at once); more: 503
 
 
 @lru_cache

@@ -23,14 +23,15 @@ def cost(rt: Runtime, req: CostRequest) -> bytes:
 
 
 def timing(rt: Runtime, req: TimingRequest) -> bytes:
-    """Not cached: each call is a fresh measurement. One at a time per server (app/exclusive.py)."""
+    """Not cached: each call is a fresh measurement. One at a time per server (app/exclusive.py): while
+    another runs, a 503 "try again in N s" at once."""
     lm = rt.lm(req.model)
     cap = rt.settings.max_cost_n
     max_n = req.max_n or min(TIMING_DEFAULT_N, cap)
     if max_n > cap:
         raise BadInput(f"max_n is {max_n}; this server times attention up to n = {cap} (limits.max_cost_n).")
-    with exclusive("timing", wait_s=TIMING_BUDGET_S + 2):
-        r = rt.run(lambda: time_attention(lm.net, max_n, req.repeats, TIMING_BUDGET_S))
+    with exclusive("timing", hold_s=TIMING_BUDGET_S + 2):
+        r = rt.run(lambda: time_attention(lm.net, max_n, req.repeats, TIMING_BUDGET_S), "timing")
     t, fits = r["timing"], r["fits"]
     return TimingResponse(
         model=lm.name, device=next(lm.net.parameters()).device.type, threads=torch.get_num_threads(),

@@ -13,7 +13,10 @@ from .schemas import CostBody, CostRequest, CostResponse, TimingRequest, TimingR
 
 router = APIRouter(tags=["cost"])
 BUSY = {
-    503: {"model": ErrorResponse, "description": "Another measurement is running; retry in a few seconds."}
+    503: {
+        "model": ErrorResponse,
+        "description": "Another measurement is running: retry after Retry-After seconds.",
+    }
 }
 
 
