@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from app.middleware import is_loopback
+from model import LanguageModel
 from model.loading import BUNDLED, ModelLoadError, bundled_path, load
 
 BANNER_WIDTH = 78
@@ -87,16 +88,18 @@ def fail(reason: str, debug: bool, exc: BaseException | None = None) -> NoReturn
     sys.exit(f"Cannot start: {reason}")
 
 
-def check_models(specs: list[str], device: str, debug: bool) -> None:
+def check_models(specs: list[str], device: str, debug: bool) -> dict[str, LanguageModel]:
     """Load every model once, here, so a broken one stops the server before any worker starts."""
+    loaded = {}
     for spec in specs:
         try:
-            load(spec, device=device)
+            loaded[spec] = load(spec, device=device)
         except ModelLoadError as e:
             fail(f"{e}.", debug, e)
         except Exception as e:  # noqa: BLE001 - anything else is a bug to report in one line
             fail(f"loading {spec!r} failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
                  " (run with --debug for the traceback).", debug, e)  # fmt: skip
+    return loaded
 
 
 def check_port(host: str, port: int, debug: bool) -> None:
@@ -159,11 +162,20 @@ def main(argv: list[str] | None = None) -> None:
     if not is_loopback(args.host):
         warn_public(args.host, args.port)
     print(f"Attention Atlas: loading {', '.join(args.models)} on {args.device}; then open {url}", flush=True)
-    check_models(models, args.device, args.debug)
+    loaded = check_models(models, args.device, args.debug)
     check_port(args.host, args.port, args.debug)
 
     import uvicorn
 
+    if args.workers == 1:
+        # One process: serve the models just checked instead of loading each a second time (minutes
+        # and gigabytes for a 7B checkpoint).
+        from .main import create_app
+        from .settings import Settings
+
+        uvicorn.run(create_app(Settings(), loaded), host=args.host, port=args.port)
+        return
+    del loaded  # each worker process loads its own copy
     uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
 
 

@@ -14,6 +14,8 @@ import torch
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 
+from model import LanguageModel
+
 from . import errors, pages, vendor
 from .anatomy import router as anatomy
 from .cost import router as cost
@@ -31,14 +33,15 @@ AREAS = (trace, heads, position, cost, anatomy)
 log = logging.getLogger("uvicorn.error")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, loaded: dict[str, LanguageModel] | None = None) -> FastAPI:
+    """The app for `settings`; `loaded` (spec -> model) are models the caller has already loaded."""
     settings = settings or get_settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.torch_threads:
             torch.set_num_threads(settings.torch_threads)
-        app.state.runtime = Runtime.load(settings)
+        app.state.runtime = Runtime.load(settings, loaded)
         names = ", ".join(app.state.runtime.models)
         log.info("Attention Atlas (pid %d) serving: %s", os.getpid(), names)
         if settings.url:

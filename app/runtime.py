@@ -222,10 +222,11 @@ class Runtime:
         self.queue = ModelQueue(settings.parallel_runs, settings.max_waiting)
 
     @classmethod
-    def load(cls, settings: Settings) -> Runtime:
+    def load(cls, settings: Settings, loaded: dict[str, LanguageModel] | None = None) -> Runtime:
+        """The settings' models, taking any already `loaded` (keyed by spec) instead of loading them again."""
         models: dict[str, LanguageModel] = {}
         for spec in settings.models:
-            lm = load(spec, device=settings.device)
+            lm = (loaded or {}).get(spec) or load(spec, device=settings.device)
             if lm.name in models:
                 raise ValueError(f"two models are named {lm.name!r}; rename one of the folders")
             models[lm.name] = lm

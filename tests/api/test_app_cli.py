@@ -105,11 +105,26 @@ def broken(folder, how: str):
     return folder
 
 
-@pytest.mark.parametrize(
-    "how", ["truncated weights", "missing tokenizer", "binary config", "n_layer four", "huge vocabulary"]
-)
-def test_cli_broken_model_exits_non_zero_with_one_sentence_for_two_workers(tmp_path, how):
+BROKEN = ["truncated weights", "missing tokenizer", "binary config", "n_layer four", "huge vocabulary"]
+
+
+@pytest.mark.parametrize("how", BROKEN)
+def test_cli_broken_model_stops_before_any_worker_with_one_sentence(tmp_path, monkeypatch, capsys, how):
     folder = broken(save_tiny(tmp_path / "tiny"), how)
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("must not start"))
+    for name in ("ATLAS_MODELS", "ATLAS_DEVICE", "ATLAS_URL", "ATLAS_HOST", "ATLAS_TORCH_THREADS"):
+        monkeypatch.setenv(name, "")  # recorded, so what cli.main sets is undone after the test
+        monkeypatch.delenv(name)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--model", str(folder), "--workers", "2", "--port", str(free_port())])
+    reason = str(stop.value.code)  # what Python prints last, with exit status 1
+    assert reason.startswith("Cannot start: ") and str(folder) in reason and "\n" not in reason
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_broken_model_exits_non_zero_for_two_workers_in_a_real_process(tmp_path):
+    folder = broken(save_tiny(tmp_path / "tiny"), "truncated weights")
     cmd = [sys.executable, "-m", "app", "--model", str(folder), "--workers", "2", "--port", str(free_port())]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -142,3 +157,29 @@ def test_cli_any_address_prints_usable_urls(monkeypatch):
         assert cli.urls(host, 8000) == ["http://127.0.0.1:8000", "http://192.168.1.5:8000"]
     assert cli.urls("::1", 8000) == ["http://[::1]:8000"]
     assert cli.urls("127.0.0.1", 8000) == ["http://127.0.0.1:8000"]
+
+
+def test_cli_one_worker_serves_the_models_it_checked_without_loading_them_again(tmp_path, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    import app.runtime
+
+    folder = save_tiny(tmp_path / "tiny")
+    loads = []
+    real_load = cli.load
+
+    def counting_load(spec, **kw):
+        loads.append(spec)
+        return real_load(spec, **kw)
+
+    served = {}
+    monkeypatch.setattr(cli, "load", counting_load)
+    monkeypatch.setattr(app.runtime, "load", counting_load)
+    monkeypatch.setattr("uvicorn.run", lambda target, **kw: served.update(app=target, **kw))
+    for name in ("ATLAS_MODELS", "ATLAS_DEVICE", "ATLAS_URL", "ATLAS_HOST", "ATLAS_TORCH_THREADS"):
+        monkeypatch.setenv(name, "")  # recorded, so what cli.main sets is undone after the test
+        monkeypatch.delenv(name)
+    cli.main(["--model", str(folder), "--port", "8124"])
+    with TestClient(served["app"], base_url="http://127.0.0.1:8124") as client:  # runs the lifespan
+        assert client.get("/api/models").json()["default"] == "tiny"
+    assert loads == [str(folder)]  # checked once, then served: not loaded a second time
