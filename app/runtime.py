@@ -292,6 +292,7 @@ class Runtime:
         limits = {
             "max_prompt_chars": s.max_prompt_chars, "max_tokens": self.max_tokens(self.lm(None)),
             "max_cost_n": s.max_cost_n, "max_request_bytes": s.max_request_bytes, "max_top_k": s.max_top_k,
+            "max_waiting": s.max_waiting,
         }  # fmt: skip
         models = [self.describe(lm) for lm in self.models.values()]
         return {"default": self.default, "models": models, "limits": limits}

@@ -91,6 +91,7 @@ class Limits(Strict):
     max_cost_n: int
     max_request_bytes: int
     max_top_k: int
+    max_waiting: int = Field(description="Model jobs that may wait per worker; beyond, 503 with Retry-After.")
 
 
 class ModelsResponse(Strict):
