@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from labs.roles.atlas import head_atlas
 from labs.roles.detectors import LOCAL_WINDOW
-from labs.roles.knockout import effect_from_logits, repeat_knockout
+from labs.roles.knockout import BEHAVIOURS, RANDOM_RATIO, effect_from_logits, repeat_knockout
 from labs.roles.probes import probe_attention
 from labs.roles.registry import HEAD_SCORES, ROLE_BY_KEY, ROLES, prompt_scores
 
@@ -32,11 +32,26 @@ def roles(rt: Runtime, model: str | None) -> bytes:
         atlas = head_atlas(lm)
 
         def scored(layer: int, head: int, role: str) -> dict:
-            return {"layer": layer, "head": head, "score": rounded(atlas.scores[role][layer, head].item(), 4)}
+            return {"layer": layer, "head": head, "score": rounded(atlas.nets[role][layer, head].item(), 4)}
+
+        def evidence(key: str) -> dict | None:
+            ev = atlas.evidence[key]
+            if ev is None:
+                return None
+            b = BEHAVIOURS[ev.behaviour]
+            return {"behaviour": b.key, "measure": b.name, "unit": b.unit, "heads": ev.heads,
+                    "intact": rounded(ev.intact, 4), "ablated": rounded(ev.ablated, 4),
+                    "effect": rounded(ev.effect, 4),
+                    "random_effect": None if ev.random_effect is None else rounded(ev.random_effect, 4),
+                    "min_effect": ev.min_effect, "random_ratio": RANDOM_RATIO, "earned": ev.earned}  # fmt: skip
 
         roles = [
             {"key": r.key, "name": r.name, "label": r.label, "threshold": r.threshold, "probe": r.probe,
-             "explanation": r.explanation, "how": r.how, "scores": rounded(atlas.scores[r.key], 4),
+             "explanation": r.explanation, "how": r.how, "control_how": r.control_how, "about": r.about,
+             "scores": rounded(atlas.scores[r.key], 4), "controls": rounded(atlas.controls[r.key], 4),
+             "nets": rounded(atlas.nets[r.key], 4),
+             "candidates": [scored(la, h, r.key) for la, h in atlas.candidates_for(r.key)],
+             "evidence": evidence(r.key), "status": text.role_status(atlas, r),
              "heads": [scored(la, h, r.key) for la, h in atlas.heads_with(r.key)],
              "best": scored(*atlas.top_heads(r.key, 1)[0], r.key)}
             for r in ROLES
@@ -47,7 +62,9 @@ def roles(rt: Runtime, model: str | None) -> bytes:
         head_scores = [{"key": s.key, "name": s.name, "explanation": s.explanation} for s in HEAD_SCORES]
         return HeadsResponse(model=lm.name, n_layer=cfg.n_layer, n_head=cfg.n_head, n_kv_head=cfg.n_kv_head,
                              roles=roles, labels=atlas.labels, probes=probes, repeat_length=atlas.repeat_length,
-                             local_window=LOCAL_WINDOW, head_scores=head_scores)  # fmt: skip
+                             local_window=LOCAL_WINDOW, head_scores=head_scores, sink_fact=text.sink_fact(atlas),
+                             head_notes=[[text.head_note(atlas, la, h) for h in range(cfg.n_head)]
+                                         for la in range(cfg.n_layer)])  # fmt: skip
 
     return rt.cached("heads", lm, HeadsQuery(model=model), build)
 
@@ -82,8 +99,7 @@ def role_heads(rt: Runtime, lm, role: str) -> list[tuple[int, int]]:
     atlas = rt.run(lambda: head_atlas(lm))
     heads = atlas.heads_with(role)
     if not heads:
-        best = atlas.top_heads(role, 1)[0]
-        raise BadInput(text.no_head_clears(lm.name, ROLE_BY_KEY[role], best, float(atlas.scores[role][best])))
+        raise BadInput(text.no_head_clears(lm.name, atlas, ROLE_BY_KEY[role]))
     return heads
 
 

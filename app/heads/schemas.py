@@ -21,17 +21,46 @@ class ScoredHead(Strict):
     score: float
 
 
+class RoleEvidence(Strict):
+    behaviour: str = Field(description="What the role's heads are for: copy, prose or names.")
+    measure: str = Field(description="That behaviour in words.")
+    unit: str
+    heads: list[Head] = Field(description="The candidates, knocked out together (zero ablation).")
+    intact: float = Field(description="The measure with every head (higher = worse).")
+    ablated: float = Field(description="The measure without the candidates.")
+    effect: float = Field(description="ablated - intact: how much worse the behaviour gets.")
+    random_effect: float | None = Field(
+        description="The same for as many random other heads (mean of 5 seeded sets); null if too few."
+    )
+    min_effect: float = Field(description="The effect must be at least this ...")
+    random_ratio: float = Field(description="... and at least this many times random_effect.")
+    earned: bool = Field(description="Both hold: the candidates get the role.")
+
+
 class RoleInfo(Strict):
     key: RoleKey
     name: str = Field(description="How the page names the role, e.g. 'previous-token'.")
     label: str = Field(description="The short badge on a head, e.g. 'prev'.")
-    threshold: float = Field(description="A head is labelled with the role when its score is at least this.")
-    probe: ProbeKey = Field(description="The probe the role is scored on (see /api/heads/probe).")
+    threshold: float = Field(description="A head is a candidate when its net score is at least this.")
+    probe: ProbeKey = Field(description="The probe the role is drawn on (see /api/heads/probe).")
     explanation: str = Field(description="One plain-English line for a class.")
-    how: str = Field(description="How the score is computed.")
-    scores: list[list[float]] = Field(description="[layer][head] score in [0, 1].")
-    heads: list[ScoredHead] = Field(description="Heads labelled with the role, best first.")
-    best: ScoredHead = Field(description="The highest-scoring head, labelled or not.")
+    how: str = Field(description="How the probe score is computed.")
+    control_how: str = Field(description="What the control is.")
+    about: Literal["position", "content"] = Field(
+        description="position: net = min(score, control), the pattern must hold on random tokens too; "
+        "content: net = score - control, what position alone cannot explain."
+    )
+    scores: list[list[float]] = Field(description="[layer][head] probe score.")
+    controls: list[list[float]] = Field(description="[layer][head] control score.")
+    nets: list[list[float]] = Field(description="[layer][head] net score, compared with the threshold.")
+    candidates: list[ScoredHead] = Field(description="Heads whose net score clears the threshold.")
+    evidence: RoleEvidence | None = Field(description="The candidates' knock-out; null: no candidate.")
+    status: str = Field(description="Which heads earn the role in this model, or that none does, and why.")
+    heads: list[ScoredHead] = Field(
+        description="Heads labelled with the role (candidates whose knock-out evidence holds), best first; "
+        "score = net score."
+    )
+    best: ScoredHead = Field(description="The head with the highest net score, labelled or not.")
 
 
 class ScoreInfo(Strict):
@@ -57,8 +86,12 @@ class HeadsResponse(Strict):
     )
     probes: list[ProbeInfo]
     repeat_length: int = Field(description="Tokens in each copy of the repeated random probe.")
-    local_window: int = Field(description="Tokens a local head's window covers, the token itself included.")
+    local_window: int = Field(description="Tokens before the current one that a local head's window covers.")
     head_scores: list[ScoreInfo] = Field(description="What each summary score of POST /api/head means.")
+    sink_fact: str = Field(description="How many heads of this model rest on token 0, in a sentence.")
+    head_notes: list[list[str]] = Field(
+        description="[layer][head] -> its roles, or that it has none and why."
+    )
 
 
 class ProbeResponse(Strict):
@@ -90,7 +123,8 @@ class PromptRolesResponse(Strict):
     tokens: list[str]
     scores: dict[str, list[list[float]] | None] = Field(
         description="role -> [layer][head] score on this prompt; null when the prompt gives no evidence "
-        "(no repeated token for induction/duplicate, too short for local). Pronoun needs its probes."
+        "(no repeated token for induction/duplicate, too short for local). Pronoun needs its probes. "
+        "Scores on a prompt have no control and no knock-out: they label nothing."
     )
 
 

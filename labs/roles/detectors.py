@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-LOCAL_WINDOW = 4  # a local head's window: the token itself and the 3 before it
+LOCAL_WINDOW = 3  # a local head's window: the 3 tokens before the current one (never the token itself)
 
 
 def previous_token_scores(attention: torch.Tensor) -> torch.Tensor:
@@ -35,15 +35,24 @@ def first_token_scores(attention: torch.Tensor) -> torch.Tensor:
 
 
 def local_scores(attention: torch.Tensor, window: int = LOCAL_WINDOW) -> torch.Tensor:
-    """Mean attention mass on keys i - window + 1 .. i, over queries i >= window (so the window never
-    holds token 0, where sink heads rest)."""
+    """Mean attention mass on keys i - window .. i - 1 (the few tokens just before, not the token
+    itself), over queries i > window (so the window never holds token 0, where sink heads rest).
+    A head that only looks at itself scores 0 here: that is `self_scores`."""
     n = attention.shape[-1]
-    if n <= window:
-        raise ValueError(f"local scores need more than {window} tokens, got {n}")
+    if n <= window + 1:
+        raise ValueError(f"local scores need more than {window + 1} tokens, got {n}")
     i = torch.arange(n)
     d = i[:, None] - i[None, :]  # query minus key
-    mask = ((d >= 0) & (d < window)).to(attention.dtype)
-    return (attention * mask)[..., window:, :].sum(-1).mean(-1)
+    mask = ((d >= 1) & (d <= window)).to(attention.dtype)
+    return (attention * mask)[..., window + 1 :, :].sum(-1).mean(-1)
+
+
+def offset_scores(attention: torch.Tensor, offset: int) -> torch.Tensor:
+    """Mean attention from each token i >= offset to token i - offset: what a head that only counts
+    positions would score on the repeat roles (the control of induction and duplicate-token)."""
+    n = attention.shape[-1]
+    i = torch.arange(offset, n)
+    return attention[..., i, i - offset].mean(-1)
 
 
 def _masked_mean(attention: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:
@@ -74,14 +83,19 @@ def token_induction_scores(attention: torch.Tensor, ids: Sequence[int]) -> torch
     return _masked_mean(attention, follows)
 
 
-def pronoun_scores(attention: torch.Tensor, query: int, keys: Sequence[int]) -> torch.Tensor:
-    """Attention from the pronoun at `query` to the name's tokens `keys` (summed)."""
-    return attention[..., query, list(keys)].sum(-1)
+def name_choice_scores(
+    attention: torch.Tensor, query: int, right: Sequence[int], wrong: Sequence[int]
+) -> torch.Tensor:
+    """Attention from the pronoun at `query` to the right name's tokens minus attention to the wrong
+    name's tokens: in [-1, 1], 0 for a head that treats both names alike."""
+    return attention[..., query, list(right)].sum(-1) - attention[..., query, list(wrong)].sum(-1)
 
 
 def self_scores(attention: torch.Tensor) -> torch.Tensor:
-    """Mean attention of each token to itself."""
-    return attention.diagonal(dim1=-2, dim2=-1).mean(-1)
+    """Mean attention of each token to itself, over tokens i >= 1 (token 0 can only look at itself);
+    on a one-token text, that token's."""
+    diag = attention.diagonal(dim1=-2, dim2=-1)
+    return (diag[..., 1:] if diag.shape[-1] > 1 else diag).mean(-1)
 
 
 def entropy_bits(attention: torch.Tensor) -> torch.Tensor:

@@ -3,12 +3,18 @@
 Zero ablation replaces the head's output (its weighted sum of values, before W_O) with zeros; mean
 ablation replaces it with its mean over the positions of the same sequence, which keeps the head's
 average contribution and removes only what depends on where the head looked.
+
+`BEHAVIOURS` are what a role's heads are for, each a number that gets worse when they are knocked
+out: `role_evidence` knocks a role's candidate heads out together (zero ablation, as the pages'
+"Knock out" button does) and compares with as many random other heads. The role is earned when the
+behaviour gets worse by at least the behaviour's `min_effect` and by at least RANDOM_RATIO times
+what the random heads cost.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -16,11 +22,20 @@ import torch
 from model.lm import LanguageModel
 
 from ..predict import kl_divergence
-from .atlas import head_name
-from .probes import INDUCTION_SEEDS, copy_losses, induction_probe, repeat_length
+from .probes import (
+    INDUCTION_SEEDS,
+    NAME_TASKS,
+    copy_losses,
+    induction_probe,
+    name_sentences,
+    prose_ids,
+    repeat_length,
+)
+from .registry import head_name
 
 Head = tuple[int, int]
 RANDOM_DRAWS = 5  # random head sets to compare against; their mean is the baseline
+RANDOM_RATIO = 2.0  # a role's heads must cost at least this many times what random heads cost
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,91 @@ def repeat_losses(lm: LanguageModel, heads: Sequence[Head] = (), mode: str = "ze
     return sum(a for a, _ in losses) / len(losses), sum(b for _, b in losses) / len(losses)
 
 
+@torch.inference_mode()
+def prose_loss(lm: LanguageModel, heads: Sequence[Head] = ()) -> float:
+    """Mean next-token loss on the prose probe, in nats."""
+    ids = prose_ids(lm)
+    logits = lm.logits(ids, ablate=list(heads))
+    target = torch.tensor(ids[1:], device=logits.device)
+    return torch.nn.functional.cross_entropy(logits[:-1].float(), target).item()
+
+
+@torch.inference_mode()
+def name_margin(lm: LanguageModel, heads: Sequence[Head] = ()) -> float:
+    """Mean over NAME_TASKS of logit(right name) - logit(wrong name) for the next token, where the
+    pronoun decides which name is right (each name's first token). Sentences of one length share a pass."""
+    by_len: dict[int, list[tuple[list[int], int, int]]] = {}
+    for s in name_sentences(NAME_TASKS, say_other=True):
+        ids = lm.encode(s.text)
+        right, wrong = lm.encode(" " + s.right)[0], lm.encode(" " + s.wrong)[0]
+        by_len.setdefault(len(ids), []).append((ids, right, wrong))
+    margins = []
+    for group in by_len.values():
+        logits, _ = lm.run_with_cache([g[0] for g in group], [], ablate=list(heads))
+        for lg, (_, right, wrong) in zip(logits[:, -1].float(), group, strict=True):
+            margins.append((lg[right] - lg[wrong]).item())
+    return sum(margins) / len(margins)
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    key: str
+    name: str  # what gets worse, for a sentence
+    unit: str
+    min_effect: float  # the smallest change that counts as evidence, in `unit`
+    measure: Callable[[LanguageModel, Sequence[Head]], float]  # higher = worse
+
+
+BEHAVIOURS = {
+    b.key: b
+    for b in (
+        Behaviour("copy", "the loss on the second copy of repeated random tokens", "nats", 0.5,
+                  lambda lm, heads: repeat_losses(lm, heads)[1]),
+        Behaviour("prose", "the loss on ordinary sentences", "nats", 0.05, prose_loss),
+        Behaviour("names", "how much more the model expects the right name than the wrong one "
+                  "after a pronoun", "logits", 0.5, lambda lm, heads: -name_margin(lm, heads)),
+    )
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One role's knock-out test: its candidate heads together, and random sets of as many others."""
+
+    behaviour: str  # a BEHAVIOURS key
+    heads: list[Head]
+    intact: float  # the behaviour's measure with every head
+    ablated: float  # ... with `heads` knocked out
+    random_heads: list[list[Head]]
+    random: list[float]  # ... with each random set knocked out
+    min_effect: float
+
+    @property
+    def effect(self) -> float:
+        """How much worse the behaviour gets without the heads (in the behaviour's unit)."""
+        return self.ablated - self.intact
+
+    @property
+    def random_effect(self) -> float | None:
+        return sum(self.random) / len(self.random) - self.intact if self.random else None
+
+    @property
+    def earned(self) -> bool:
+        rand = self.random_effect
+        beats_random = rand is None or self.effect >= RANDOM_RATIO * max(rand, 0.0)
+        return self.effect >= self.min_effect and beats_random
+
+
+def role_evidence(
+    lm: LanguageModel, behaviour: str, heads: Sequence[Head], draws: int = RANDOM_DRAWS, seed: int = 0
+) -> Evidence:
+    b = BEHAVIOURS[behaviour]
+    heads = sorted(heads)
+    sets = random_other_heads(lm, heads, draws, seed)
+    return Evidence(behaviour, heads, b.measure(lm, []), b.measure(lm, heads), sets,
+                    [b.measure(lm, s) for s in sets], b.min_effect)  # fmt: skip
+
+
 def random_other_heads(lm: LanguageModel, heads: Sequence[Head], draws: int, seed: int) -> list[list[Head]]:
     """`draws` sets of len(heads) heads, none of them in `heads`, drawn with a fixed seed."""
     cfg = lm.config
@@ -119,8 +219,9 @@ def repeat_knockout(
 
 
 def main() -> None:
-    """`python -m labs.roles.knockout [model] [prompt]`: every role's heads and what knocking them out does
-    (numbers only; the sentences a class reads are written by the server, app/heads/text.py)."""
+    """`python -m labs.roles.knockout [model]`: every role's best head, its probe and control scores,
+    and the knock-out evidence (numbers only; the sentences a class reads are written by the server,
+    app/heads/text.py)."""
     import sys
 
     from model.loading import load
@@ -129,21 +230,29 @@ def main() -> None:
     from .registry import ROLES
 
     lm = load(sys.argv[1] if len(sys.argv) > 1 else "classroom")
-    prompt = sys.argv[2] if len(sys.argv) > 2 else "Lily had a red ball. She"
     atlas = head_atlas(lm)
+    print(
+        f"{'role':16s} {'best':6s} {'score':>6s} {'control':>8s} {'net':>6s} {'bar':>5s}  candidates; knock-out"
+    )
     for role in ROLES:
-        heads = atlas.heads_with(role.key)
-        best = atlas.top_heads(role.key, 3)
-        scores = ", ".join(f"{head_name(*h)} {float(atlas.scores[role.key][h]):.3f}" for h in best)
-        print(
-            f"{role.name} (label from {role.threshold}): labelled {[head_name(*h) for h in heads]}; best {scores}"
-        )
-        group = heads or best[:1]
-        r = repeat_knockout(lm, group)
-        e = next_token_effect(lm, prompt, group)
-        print(f"  without {[head_name(*h) for h in group]}: second-copy loss {r.second:.2f} -> {r.second_ablated:.2f}"
-              f" (random heads: {r.second_random_mean or float('nan'):.2f}); top next token {e.before[0].token!r} -> {e.after[0].token!r},"
-              f" KL {e.kl:.3f} nats")  # fmt: skip
+        best = atlas.top_heads(role.key, 1)[0]
+        s, c, n = (float(t[role.key][best]) for t in (atlas.scores, atlas.controls, atlas.nets))
+        ev = atlas.evidence[role.key]
+        cands = [head_name(*h) for h in atlas.candidates_for(role.key)]
+        if ev is None:
+            verdict = "no candidate: no knock-out to run -> no head"
+        else:
+            unit = BEHAVIOURS[ev.behaviour].unit
+            verdict = (
+                f"{ev.behaviour} {ev.intact:.3f} -> {ev.ablated:.3f} (effect {ev.effect:+.3f} {unit}, "
+                f"random {ev.random_effect if ev.random_effect is not None else float('nan'):+.3f}, "
+                f"needs >= {ev.min_effect}) -> {'EARNED' if ev.earned else 'not earned'}"
+            )
+        print(f"{role.key:16s} {head_name(*best):6s} {s:6.3f} {c:8.3f} {n:6.3f} {role.threshold:5.2f}  "
+              f"{cands}; {verdict}")  # fmt: skip
+    print(
+        f"name margin with every head (NAME_TASKS): {name_margin(lm):+.3f} logits; prose loss {prose_loss(lm):.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,19 +1,27 @@
 """The fixed probes every head is scored on, and `measure_roles`, the model card's head figures.
 
-- prose: plain sentences a class would type (previous-token, first-token, local).
+- prose: plain sentences a class would type (previous-token, first-token, self, local).
 - repeat: R random tokens, then the same R again, one sequence per seed (induction, duplicate-token).
-- pronoun: short story sentences ending with a pronoun whose name is known (pronoun -> name).
+- random: the same first R random tokens, then R new ones: the same positions with nothing repeated,
+  the control of every role (a position-only head scores here what it scores on the real probe).
+- pronoun: two names in the middle of a sentence, a girl's and a boy's, then "She" or "He"
+  (pronoun -> name); pronoun_control: the same with both names of the pronoun's gender.
+- NAME_TASKS: sentences after which the model must say a name, the pronoun deciding which (the
+  knock-out evidence of pronoun -> name).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import torch
 
 from model import LanguageModel, act_name
 
-from .registry import ROLE_BY_KEY, ProbeRun
+from . import detectors as d
+from .registry import ProbeRun
 
 PROSE = (
     "Once upon a time there was a little girl called Lily. She lived in a small house near the woods "
@@ -22,18 +30,56 @@ PROSE = (
 )
 INDUCTION_LENGTH = 48  # tokens in each copy of the random sequence
 INDUCTION_SEEDS = (0, 1, 2, 3)
-PROBE_KEYS = ("prose", "repeat", "pronoun")
+PROBE_KEYS = ("prose", "repeat", "pronoun")  # the probes a page can draw a head on
 
-# (text, name): the text ends with a pronoun that refers to `name`; two-name sentences make the head
-# pick the right one, not just any name.
-PRONOUN_PROBES: tuple[tuple[str, str], ...] = (
-    ("Lily had a red ball. She", "Lily"),
-    ("Tom found a little dog. He", "Tom"),
-    ("Tom gave Lily a big cake. She", "Lily"),
-    ("Lily saw Tom at the park. He", "Tom"),
-    ("Anna went to the river with her mom. She", "Anna"),
-    ("Ben and his cat sat on the mat. He", "Ben"),
+# Names from the classroom corpus (training/corpus.py), each one token there: (a girl's, a boy's),
+# and for the control a second name of the same gender as each.
+NAME_PAIRS = (("Lily", "Tom"), ("Anna", "Ben"), ("Mia", "Max"), ("Emma", "Sam"))
+SAME_GENDER = {"Lily": "Lucy", "Anna": "Zoe", "Mia": "Ruby", "Emma": "Ella",
+               "Tom": "Leo", "Ben": "Jack", "Max": "Tim", "Sam": "Finn"}  # fmt: skip
+# The names sit in the middle, never at the start, and every sentence is used in both name orders
+# and with both pronouns: a head that looks at a fixed position gives the same attention to the
+# names whichever pronoun ends the sentence, so its right-minus-wrong cancels to 0.
+PRONOUN_TEMPLATES = (
+    "Yesterday at the park {A} gave {B} a big cake. {P}",
+    "One morning by the river {A} met {B} and smiled. {P}",
+    "After school in the garden {A} showed {B} a red kite. {P}",
 )
+# After these the next word is a name, and the pronoun decides which: the one it does not refer to.
+NAME_TASKS = (
+    "One day {A} met {B} at the park. {P} said thank you to",
+    "Last summer {A} saw {B} at the lake. {P} waved to",
+)
+
+
+@dataclass(frozen=True)
+class NameSentence:
+    text: str
+    right: str  # the name the pronoun picks (probe) or the model should say (task)
+    wrong: str  # the other name
+
+
+def name_sentences(
+    templates: Sequence[str], control: bool = False, say_other: bool = False
+) -> Iterator[NameSentence]:
+    """Every template x name pair x both orders x "She"/"He". `control`: the other name is replaced by
+    one of the referent's gender, so the pronoun fits both names. `say_other`: the answer is the name
+    the pronoun does not refer to (you thank or wave to the other person)."""
+    for t in templates:
+        for girl, boy in NAME_PAIRS:
+            for order in ((girl, boy), (boy, girl)):
+                for pronoun, referent in (("She", girl), ("He", boy)):
+                    other = boy if referent == girl else girl
+                    names = order
+                    if control:
+                        names = tuple(SAME_GENDER[referent] if x == other else x for x in order)
+                        other = SAME_GENDER[referent]
+                    text = t.format(A=names[0], B=names[1], P=pronoun)
+                    yield (
+                        NameSentence(text, other, referent)
+                        if say_other
+                        else NameSentence(text, referent, other)
+                    )
 
 
 def induction_probe(vocab_size: int, seed: int, length: int = INDUCTION_LENGTH) -> list[int]:
@@ -55,20 +101,27 @@ def copy_losses(logits: torch.Tensor, ids: list[int], length: int) -> tuple[floa
 
 
 def repeat_length(lm: LanguageModel) -> int:
-    return min(INDUCTION_LENGTH, lm.config.context_length // 2, lm.config.vocab_size)
+    """R: two copies fit the context, and the random control's 2R distinct tokens fit the vocabulary."""
+    return min(INDUCTION_LENGTH, lm.config.context_length // 2, lm.config.vocab_size // 2)
 
 
 def prose_ids(lm: LanguageModel) -> list[int]:
     return lm.encode(PROSE)[: lm.config.context_length]
 
 
-def pronoun_probe(lm: LanguageModel, text: str, name: str) -> tuple[list[int], int, list[int]]:
-    """(ids, pronoun position, name token positions): the tokens whose characters overlap the name."""
+def name_positions(lm: LanguageModel, text: str, name: str) -> list[int]:
+    """The positions of the tokens whose characters overlap the word `name` in `text`."""
+    m = re.search(rf"\b{re.escape(name)}\b", text)
+    if m is None:
+        raise ValueError(f"{name!r} is not a word of {text!r}")
     enc = lm.tokenizer.hf.encode(text, add_special_tokens=False)
-    start = text.index(name)
-    end = start + len(name)
-    keys = [p for p, (a, b) in enumerate(enc.offsets) if a < end and b > start]
-    return list(enc.ids), len(enc.ids) - 1, keys
+    return [p for p, (a, b) in enumerate(enc.offsets) if a < m.end() and b > m.start()]
+
+
+def pronoun_probe(lm: LanguageModel, s: NameSentence) -> tuple[list[int], tuple[int, list[int], list[int]]]:
+    """(ids, (pronoun position, right name positions, wrong name positions)) of one probe sentence."""
+    ids = lm.encode(s.text)
+    return ids, (len(ids) - 1, name_positions(lm, s.text, s.right), name_positions(lm, s.text, s.wrong))
 
 
 def patterns(cache: dict[str, torch.Tensor], n_layer: int) -> torch.Tensor:
@@ -85,22 +138,34 @@ def probe_attention(lm: LanguageModel, batch: Sequence[Sequence[int]]) -> torch.
     return patterns(cache, L)
 
 
+def random_probe(vocab_size: int, seed: int, length: int) -> list[int]:
+    """The repeat probe's first copy, then `length` other random tokens: nothing repeats."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randperm(vocab_size, generator=g)[: 2 * length].tolist()
+
+
+def sentence_run(lm: LanguageModel, sentences: Sequence[NameSentence]) -> ProbeRun:
+    """All sentences in one pass, padded at the end: causal attention never looks ahead, so the padding
+    cannot change what the pronoun (each sentence's last real token) attends to."""
+    probes = [pronoun_probe(lm, s) for s in sentences]
+    width = max(len(ids) for ids, _ in probes)
+    padded = [ids + [ids[-1]] * (width - len(ids)) for ids, _ in probes]
+    return ProbeRun(probe_attention(lm, padded), [ids for ids, _ in probes], [t for _, t in probes])
+
+
 def run_probes(lm: LanguageModel) -> dict[str, ProbeRun]:
-    """Every head's attention on each probe: three batched forward passes."""
+    """Every head's attention on each probe: one batched forward pass per probe."""
     R = repeat_length(lm)
     repeats = [induction_probe(lm.config.vocab_size, s, R) for s in INDUCTION_SEEDS]
+    randoms = [random_probe(lm.config.vocab_size, s, R) for s in INDUCTION_SEEDS]
     prose = prose_ids(lm)
-    sentences = [pronoun_probe(lm, text, name) for text, name in PRONOUN_PROBES]
-    width = max(len(ids) for ids, _, _ in sentences)
-    # One pass for all sentences, padded at the end: causal attention never looks ahead, so the padding
-    # cannot change what the pronoun (each sentence's last real token) attends to.
-    padded = [ids + [ids[-1]] * (width - len(ids)) for ids, _, _ in sentences]
     return {
         "prose": ProbeRun(probe_attention(lm, [prose]), [prose]),
         "repeat": ProbeRun(probe_attention(lm, repeats), repeats),
-        "pronoun": ProbeRun(probe_attention(lm, padded), [ids for ids, _, _ in sentences],
-                            [(q, keys) for _, q, keys in sentences]),
-    }  # fmt: skip
+        "random": ProbeRun(probe_attention(lm, randoms), randoms),
+        "pronoun": sentence_run(lm, list(name_sentences(PRONOUN_TEMPLATES))),
+        "pronoun_control": sentence_run(lm, list(name_sentences(PRONOUN_TEMPLATES, control=True))),
+    }
 
 
 def measure_roles(lm, seeds: tuple[int, ...] = INDUCTION_SEEDS, length: int = INDUCTION_LENGTH) -> dict:
@@ -113,18 +178,16 @@ def measure_roles(lm, seeds: tuple[int, ...] = INDUCTION_SEEDS, length: int = IN
     L = lm.config.n_layer
     names = [act_name("pattern", i) for i in range(L)]
     _, cache = lm.run_with_cache(PROSE, names, logits=False)
-    prose_ids_ = lm.ids_of(PROSE)
-    prev = ROLE_BY_KEY["previous_token"].detect(ProbeRun(patterns(cache, L), [prose_ids_]))
-    batch, atts, first, second = [], [], [], []
+    prev = d.previous_token_scores(patterns(cache, L)).mean(0)
+    atts, first, second = [], [], []
     for seed in seeds:
         ids = induction_probe(lm.config.vocab_size, seed, length)
         logits, cache = lm.run_with_cache(ids, names)
         f, s = copy_losses(logits[0], ids, length)
-        batch.append(ids)
         atts.append(patterns(cache, L)[0])
         first.append(f)
         second.append(s)
-    ind_mean = ROLE_BY_KEY["induction"].detect(ProbeRun(torch.stack(atts), batch))
+    ind_mean = d.induction_scores(torch.stack(atts), length).mean(0)
 
     def best(table: torch.Tensor) -> dict:
         flat = int(table.argmax())

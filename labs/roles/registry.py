@@ -1,9 +1,20 @@
 """The head roles: one `Role` entry each, read by the atlas, the model card, the API schema and the pages.
 
 Adding a role means one entry in ROLES (and its detector in `detectors.py` if it is new) plus its test.
-A role is scored on one of the fixed probes (`labs.roles.probes.PROBES`): its `detect` turns that
-probe's attention into one score per head, and `on_prompt`, when the role makes sense on any text,
-scores a prompt's attention. A head gets the role's label when its score is at least `threshold`.
+A head gets a role only with three pieces of evidence:
+
+1. the probe: `detect` turns the fixed probes' attention (`labs.roles.probes.run_probes`) into one
+   score per head;
+2. the control: `control` scores the same heads where the role's cue is missing but the positions are
+   the same (random tokens that never repeat, or both names fitting the pronoun). For a role about
+   content, `net` is the score minus the control, what position alone cannot explain; for a role about
+   position (previous token, self, ...), the pattern is the role, so `net` is the lower of the two:
+   the head must keep it on random tokens too. Heads whose net clears `threshold` are candidates;
+3. the knock-out: knocking the candidates out together must measurably hurt the behaviour named by
+   `evidence` (`labs.roles.knockout.BEHAVIOURS`), more than knocking out as many random other heads.
+   Otherwise no head of the model gets the role, and the pages say so.
+
+`on_prompt`, when the role makes sense on any text, scores a prompt's attention (no labels from it).
 """
 
 from __future__ import annotations
@@ -23,9 +34,11 @@ class ProbeRun:
 
     attention: torch.Tensor  # (B, L, H, n, n)
     ids: list[list[int]]
-    targets: list[tuple[int, list[int]]] | None = None  # pronoun probe: (pronoun position, name positions)
+    # pronoun probes: (pronoun position, right name positions, wrong name positions) per sentence
+    targets: list[tuple[int, list[int], list[int]]] | None = None
 
 
+Probes = dict[str, ProbeRun]  # probe key -> run, as `labs.roles.probes.run_probes` returns them
 PromptDetector = Callable[[torch.Tensor, Sequence[int]], "torch.Tensor | None"]
 
 
@@ -34,13 +47,20 @@ class Role:
     key: str
     name: str  # how the pages name the role, e.g. "previous-token"
     label: str  # the short badge on a head, e.g. "prev"
-    threshold: float
-    probe: str  # "prose", "repeat" or "pronoun": the probe it is scored and drawn on
+    threshold: float  # a head is a candidate when its net score is at least this
+    probe: str  # "prose", "repeat" or "pronoun": the probe it is drawn on
     explanation: str  # one plain-English line for a class
     how: str  # how the score is computed, for the curious
-    detect: Callable[[ProbeRun], torch.Tensor]  # the probe's attention -> (L, H)
+    control_how: str  # what the control is
+    about: str  # "position" or "content": how the control combines with the score (module docstring)
+    evidence: str  # the behaviour its knock-out must hurt: a key of labs.roles.knockout.BEHAVIOURS
+    detect: Callable[[Probes], torch.Tensor]  # the probes' attention -> (L, H)
+    control: Callable[[Probes], torch.Tensor]  # the same measure where the cue is missing -> (L, H)
     on_prompt: PromptDetector | None = None  # any prompt's (L, H, n, n) and ids -> (L, H), None = no evidence
-    yields_to: str | None = None  # not labelled on a head that already has this (sharper) role
+    yields_to: str | None = None  # not a candidate on a head that already has this (sharper) role
+
+    def net(self, score: torch.Tensor, control: torch.Tensor) -> torch.Tensor:
+        return torch.minimum(score, control) if self.about == "position" else score - control
 
 
 def _each(run: ProbeRun, score: Callable[[torch.Tensor, int], torch.Tensor]) -> torch.Tensor:
@@ -52,43 +72,86 @@ def _if_long(n: int, fn: Callable[[torch.Tensor], torch.Tensor]) -> PromptDetect
     return lambda att, ids: fn(att) if att.shape[-1] >= n else None
 
 
+def _positional(fn: Callable[[torch.Tensor], torch.Tensor], probe: str) -> Callable[[Probes], torch.Tensor]:
+    """A position detector on `probe`, averaged over its sequences."""
+    return lambda runs: fn(runs[probe].attention).mean(0)
+
+
+def _half(run: ProbeRun) -> int:
+    return len(run.ids[0]) // 2
+
+
+def _name_choice(probe: str) -> Callable[[Probes], torch.Tensor]:
+    return lambda runs: _each(runs[probe], lambda a, b: d.name_choice_scores(a, *runs[probe].targets[b]))
+
+
+ON_RANDOM = "the same score on random tokens (the pattern must not depend on the words)"
+
 ROLES: tuple[Role, ...] = (
     Role("previous_token", "previous-token", "prev", 0.5, "prose",
          "Looks at the word just before: the thin line under the diagonal.",
          "mean attention from each token to the one before it, on ordinary sentences",
-         detect=lambda run: d.previous_token_scores(run.attention).mean(0),
+         ON_RANDOM, "position", "prose",
+         detect=_positional(d.previous_token_scores, "prose"),
+         control=_positional(d.previous_token_scores, "random"),
          on_prompt=_if_long(2, d.previous_token_scores)),
     Role("induction", "induction", "induct", 0.3, "repeat",
          "Spots 'A B ... A' and looks at B, so the model can predict B again: the stripe on a repeated "
          "sequence.",
          "on random tokens repeated twice, mean attention from each second-copy token to the token "
          "after its first copy",
-         detect=lambda run: _each(run, lambda a, b: d.induction_scores(a, len(run.ids[b]) // 2)),
+         "the same positions when the second half does not repeat the first (a head that only counts "
+         "back would score the same)",
+         "content", "copy",
+         detect=lambda runs: _each(runs["repeat"], lambda a, b: d.induction_scores(a, _half(runs["repeat"]))),
+         control=lambda runs: _each(runs["random"], lambda a, b: d.induction_scores(a, _half(runs["random"]))),
          on_prompt=d.token_induction_scores),
     Role("duplicate_token", "duplicate-token", "dup", 0.3, "repeat",
          "Looks back at earlier copies of the same word: has this word appeared before?",
          "on random tokens repeated twice, mean attention from each second-copy token to its first copy",
-         detect=lambda run: _each(run, lambda a, b: d.duplicate_token_scores(a, run.ids[b])),
+         "the same positions when the second half does not repeat the first",
+         "content", "copy",
+         detect=lambda runs: _each(runs["repeat"], lambda a, b: d.duplicate_token_scores(a, runs["repeat"].ids[b])),
+         control=lambda runs: _each(runs["random"], lambda a, b: d.offset_scores(a, _half(runs["random"]))),
          on_prompt=d.duplicate_token_scores),
     Role("first_token", "first-token (sink)", "sink", 0.5, "prose",
          "Parks its attention on the first word when it has nothing better to do: a resting place, "
          "not a bug.",
          "mean attention from every later token to token 0, on ordinary sentences",
-         detect=lambda run: d.first_token_scores(run.attention).mean(0),
+         ON_RANDOM, "position", "prose",
+         detect=_positional(d.first_token_scores, "prose"),
+         control=_positional(d.first_token_scores, "random"),
          on_prompt=_if_long(2, d.first_token_scores)),
-    Role("local", "local", "local", 0.6, "prose",
-         f"Looks at the last few words ({LOCAL_WINDOW} including itself): a short-range reader.",
-         f"mean attention to the {LOCAL_WINDOW} most recent tokens (itself and the {LOCAL_WINDOW - 1} "
-         "before it), on ordinary sentences",
-         detect=lambda run: d.local_scores(run.attention).mean(0),
-         on_prompt=_if_long(LOCAL_WINDOW + 1, d.local_scores), yields_to="previous_token"),
+    Role("self", "self", "self", 0.5, "prose",
+         "Looks at its own token: the bright diagonal. It passes the word itself on, not its neighbours.",
+         "mean attention of each token to itself, on ordinary sentences",
+         ON_RANDOM, "position", "prose",
+         detect=_positional(d.self_scores, "prose"),
+         control=_positional(d.self_scores, "random"),
+         on_prompt=_if_long(2, d.self_scores)),
+    Role("local", "local", "local", 0.5, "prose",
+         f"Reads the last few words before the current one (up to {LOCAL_WINDOW} back): a short-range reader.",
+         f"mean attention to the {LOCAL_WINDOW} tokens just before each token (not the token itself), on "
+         "ordinary sentences",
+         ON_RANDOM, "position", "prose",
+         detect=_positional(d.local_scores, "prose"),
+         control=_positional(d.local_scores, "random"),
+         on_prompt=_if_long(LOCAL_WINDOW + 2, d.local_scores), yields_to="previous_token"),
     Role("pronoun", "pronoun → name", "pron", 0.3, "pronoun",
-         "From a pronoun (she, he) looks back at the name it refers to.",
-         "mean attention from the final pronoun to the name it refers to, on short story sentences",
-         detect=lambda run: _each(run, lambda a, b: d.pronoun_scores(a, *run.targets[b]))),
+         "From a pronoun (she, he) looks back at the name it refers to, not at the other name.",
+         "attention from the final She/He to the name it refers to minus attention to the other name, "
+         "on sentences with a girl's and a boy's name in the middle, in both orders and with both "
+         "pronouns (a head that looks at a fixed place scores 0)",
+         "the same sentences with both names of the pronoun's gender, so the pronoun cannot choose",
+         "content", "names",
+         detect=_name_choice("pronoun"), control=_name_choice("pronoun_control")),
 )  # fmt: skip
 ROLE_BY_KEY = {r.key: r for r in ROLES}
 ROLE_KEYS = tuple(r.key for r in ROLES)
+
+
+def head_name(layer: int, head: int) -> str:
+    return f"L{layer}H{head}"
 
 
 @dataclass(frozen=True)
@@ -122,18 +185,20 @@ def head_scores(pattern: torch.Tensor) -> dict[str, float | None]:
 
 def prompt_scores(attention: torch.Tensor, ids: Sequence[int]) -> dict[str, torch.Tensor | None]:
     """The role scores that make sense on any prompt's (L, H, n, n) attention; None where the prompt
-    gives no evidence (no repeated token, too short). Pronoun scores need a known referent: probe only."""
+    gives no evidence (no repeated token, too short). Pronoun scores need known referents: probe only.
+    These are the probes' measures on other text: no control, no knock-out, so no label."""
     return {r.key: r.on_prompt(attention, ids) for r in ROLES if r.on_prompt is not None}
 
 
-def label_heads(scores: dict[str, torch.Tensor]) -> list[list[list[str]]]:
-    """[layer][head] -> the role keys whose threshold the head's score clears, in ROLES order."""
-    L, H = next(iter(scores.values())).shape
+def label_heads(nets: dict[str, torch.Tensor]) -> list[list[list[str]]]:
+    """[layer][head] -> the role keys whose threshold the head's net score clears, in ROLES order (the
+    candidates; the atlas keeps those whose knock-out evidence holds)."""
+    L, H = next(iter(nets.values())).shape
     labels: list[list[list[str]]] = [[[] for _ in range(H)] for _ in range(L)]
     for role in ROLES:
-        if role.key not in scores:
+        if role.key not in nets:
             continue
-        for layer, head in (scores[role.key] >= role.threshold).nonzero().tolist():
+        for layer, head in (nets[role.key] >= role.threshold).nonzero().tolist():
             if role.yields_to in labels[layer][head]:
                 continue
             labels[layer][head].append(role.key)
