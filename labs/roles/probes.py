@@ -57,6 +57,7 @@ class NameSentence:
     text: str
     right: str  # the name the pronoun picks (probe) or the model should say (task)
     wrong: str  # the other name
+    pronoun: str
 
 
 def name_sentences(
@@ -75,11 +76,8 @@ def name_sentences(
                         names = tuple(SAME_GENDER[referent] if x == other else x for x in order)
                         other = SAME_GENDER[referent]
                     text = t.format(A=names[0], B=names[1], P=pronoun)
-                    yield (
-                        NameSentence(text, other, referent)
-                        if say_other
-                        else NameSentence(text, referent, other)
-                    )
+                    right, wrong = (other, referent) if say_other else (referent, other)
+                    yield NameSentence(text, right, wrong, pronoun)
 
 
 def induction_probe(vocab_size: int, seed: int, length: int = INDUCTION_LENGTH) -> list[int]:
@@ -110,18 +108,23 @@ def prose_ids(lm: LanguageModel) -> list[int]:
 
 
 def name_positions(lm: LanguageModel, text: str, name: str) -> list[int]:
-    """The positions of the tokens whose characters overlap the word `name` in `text`."""
-    m = re.search(rf"\b{re.escape(name)}\b", text)
-    if m is None:
+    """The positions of the tokens whose characters overlap the word `name` (its last occurrence)."""
+    found = list(re.finditer(rf"\b{re.escape(name)}\b", text))
+    if not found:
         raise ValueError(f"{name!r} is not a word of {text!r}")
+    m = found[-1]
     enc = lm.tokenizer.hf.encode(text, add_special_tokens=False)
     return [p for p, (a, b) in enumerate(enc.offsets) if a < m.end() and b > m.start()]
 
 
 def pronoun_probe(lm: LanguageModel, s: NameSentence) -> tuple[list[int], tuple[int, list[int], list[int]]]:
-    """(ids, (pronoun position, right name positions, wrong name positions)) of one probe sentence."""
+    """(ids, (pronoun position, right name positions, wrong name positions)) of one probe sentence.
+    The pronoun's position is its first token: "She" and "He" may be cut into different numbers of
+    tokens, but their first token sits at the same place, so a position-only head looks from the same
+    place in both and its right-minus-wrong cancels exactly."""
     ids = lm.encode(s.text)
-    return ids, (len(ids) - 1, name_positions(lm, s.text, s.right), name_positions(lm, s.text, s.wrong))
+    q = name_positions(lm, s.text, s.pronoun)[0]
+    return ids, (q, name_positions(lm, s.text, s.right), name_positions(lm, s.text, s.wrong))
 
 
 def patterns(cache: dict[str, torch.Tensor], n_layer: int) -> torch.Tensor:

@@ -41,12 +41,17 @@ def test_api_heads_lists_every_role_with_scores_and_labels(client, tiny_folder):
     atlas = compute_atlas(lm)
     for role in body["roles"]:
         assert len(role["scores"]) == 2 and all(len(row) == 4 for row in role["scores"])
-        assert role["explanation"] and 0 < role["threshold"] < 1
-        ref = atlas.scores[role["key"]]
+        assert role["explanation"] and role["control_how"] and 0 < role["threshold"] < 1
+        ref, net = atlas.scores[role["key"]], atlas.nets[role["key"]]
         la, h = role["best"]["layer"], role["best"]["head"]
-        assert role["best"]["score"] == pytest.approx(float(ref.max()), abs=1e-4)
+        assert role["best"]["score"] == pytest.approx(float(net.max()), abs=1e-4)
         assert role["scores"][la][h] == pytest.approx(float(ref[la, h]), abs=1e-4)
-        assert all(x["score"] >= role["threshold"] for x in role["heads"])
+        assert role["nets"][la][h] == pytest.approx(float(net[la, h]), abs=1e-4)
+        assert all(x["score"] >= role["threshold"] for x in role["candidates"])
+        # labelled heads are the candidates, and only when the knock-out evidence holds
+        earned = role["evidence"] is not None and role["evidence"]["earned"]
+        assert role["heads"] == (role["candidates"] if earned else [])
+        assert role["status"].startswith("In this model")
     assert body["labels"] == atlas.labels
     assert {p["key"] for p in body["probes"]} == {"prose", "repeat", "pronoun"}
 
@@ -57,11 +62,28 @@ def test_api_heads_carries_the_badge_labels_and_the_head_score_texts(client):
     assert [(x["key"], x["label"], x["name"]) for x in body["roles"]] == [
         (r.key, r.label, r.name) for r in ROLES
     ]
-    assert [x["label"] for x in body["roles"]] == ["prev", "induct", "dup", "sink", "local", "pron"]
+    assert [x["label"] for x in body["roles"]] == ["prev", "induct", "dup", "sink", "self", "local", "pron"]
     assert [s["key"] for s in body["head_scores"]] == [s.key for s in HEAD_SCORES]
     assert all(s["name"] and s["explanation"] for s in body["head_scores"])
     head = client.post("/api/head", json={"prompt": PROMPT, "layer": 0, "head": 0}).json()
     assert list(head["scores"]) == [s["key"] for s in body["head_scores"]]
+
+
+def test_api_heads_sink_sentence_and_head_notes_come_from_the_atlas(client):
+    from app.heads.text import head_note, sink_fact
+
+    body = client.get("/api/heads").json()
+    atlas = compute_atlas(client.app.state.runtime.lm(None))
+    assert body["sink_fact"] == sink_fact(atlas)
+    sink = next(r for r in body["roles"] if r["key"] == "first_token")
+    over_half = sum(x > 0.5 for row in sink["scores"] for x in row)
+    assert body["sink_fact"].startswith(
+        "In this model no head" if over_half == 0 else f"In this model {over_half} of 8"
+    )
+    for la, row in enumerate(body["head_notes"]):
+        for h, note in enumerate(row):
+            assert note == head_note(atlas, la, h)
+            assert ("has no role" in note) == (not body["labels"][la][h])
 
 
 def test_api_heads_probe_sends_every_head_on_the_probe(client):
@@ -144,7 +166,7 @@ def test_api_heads_role_without_heads_says_so(client):
     if empty is None:
         pytest.skip("the tiny model happens to label a head with every role")
     r = client.post("/api/heads/ablation", json={"prompt": PROMPT, "role": empty["key"]})
-    assert r.status_code == 422 and "threshold" in r.json()["detail"]
+    assert r.status_code == 422 and f"no {empty['name']} head" in r.json()["detail"]
 
 
 def test_api_heads_openapi_documents_examples(client):

@@ -9,6 +9,7 @@ from labs.roles.detectors import LOCAL_WINDOW
 from labs.roles.probes import PROBE_KEYS
 from labs.roles.registry import (
     HEAD_SCORES,
+    ROLE_BY_KEY,
     ROLE_KEYS,
     ROLES,
     ProbeRun,
@@ -19,6 +20,7 @@ from labs.roles.registry import (
 
 R = 6  # tokens in each copy of the hand-built repeat probe
 IDS = list(range(10, 10 + R)) * 2
+N = 2 * R
 
 
 def one_hot(n: int, keys: list[int]) -> torch.Tensor:
@@ -29,52 +31,108 @@ def one_hot(n: int, keys: list[int]) -> torch.Tensor:
 
 
 def ideal(role: str, n: int) -> torch.Tensor:
-    """A perfect head for `role` on a probe of n tokens (the repeat probe for the repeat roles)."""
+    """A perfect head for `role` on a probe of n tokens (the repeat probe for the repeat roles).
+    Content heads look at the content: on the random control (nothing repeats) they look at themselves."""
     if role == "previous_token":
         return one_hot(n, [max(i - 1, 0) for i in range(n)])
     if role == "first_token":
         return one_hot(n, [0] * n)
-    if role == "local":  # a quarter on each of the LOCAL_WINDOW most recent tokens
+    if role == "self":
+        return one_hot(n, list(range(n)))
+    if role == "local":  # an equal share on each of the LOCAL_WINDOW tokens before (itself near the start)
         a = torch.zeros(n, n)
         for i in range(n):
-            for j in range(max(i - LOCAL_WINDOW + 1, 0), i + 1):
-                a[i, j] = 1 / min(i + 1, LOCAL_WINDOW)
+            keys = list(range(max(i - LOCAL_WINDOW, 0), i)) or [i]
+            a[i, keys] = 1 / len(keys)
         return a
     if role == "induction":  # second-copy token R + j looks at j + 1
         return one_hot(n, [i if i < R else i - R + 1 for i in range(n)])
     if role == "duplicate_token":  # second-copy token R + j looks at its first copy j
         return one_hot(n, [i if i < R else i - R for i in range(n)])
-    if role == "pronoun":  # the last token (the pronoun) looks at the name, tokens 0 and 1
+    if role == "pronoun":  # the pronoun (last token) looks at the right name, token 1
         a = one_hot(n, list(range(n)))
         a[n - 1] = 0.0
-        a[n - 1, :2] = 0.5
+        a[n - 1, 1] = 1.0
         return a
     raise AssertionError(f"no hand-built head for {role}: add one with the new role")
 
 
-def probe_run(role: str, heads: torch.Tensor) -> ProbeRun:
-    """heads (H, n, n) as one layer on the role's probe."""
-    n = heads.shape[-1]
-    targets = [(n - 1, [0, 1])] if role == "pronoun" else None
-    return ProbeRun(heads[None, None], [IDS[:n]], targets)
+def probes_of(heads: dict[str, torch.Tensor], control: dict[str, torch.Tensor]) -> dict[str, ProbeRun]:
+    """One layer of hand-built heads on every probe: `heads` (H, N, N) on the probes, `control` on
+    their controls. Pronoun sentences: the pronoun is the last token, the right name token 1, the wrong
+    name token 2; in the control the pronoun fits both."""
+
+    def run(att: torch.Tensor, ids: list[int], targets=None) -> ProbeRun:
+        return ProbeRun(att[None, None], [ids], targets)
+
+    random_ids = list(range(10, 10 + N))
+    pron = [(N - 1, [1], [2])]
+    return {
+        "prose": run(heads["prose"], random_ids), "repeat": run(heads["repeat"], IDS),
+        "random": run(control["random"], random_ids), "pronoun": run(heads["pronoun"], IDS, pron),
+        "pronoun_control": run(control["pronoun"], IDS, pron),
+    }  # fmt: skip
+
+
+def hand_built_probes() -> dict[str, ProbeRun]:
+    """One head per role, in ROLES order, on every probe. A position head draws the same pattern on
+    every probe; a content head looks at itself where its cue is missing (the random control; on the
+    pronoun control, the pronoun fits both names, so it splits its attention between them)."""
+
+    def head(role: str, probe: str) -> torch.Tensor:
+        r = ROLE_BY_KEY[role]
+        if r.about == "position" or probe in ("prose", "repeat", "pronoun"):
+            return ideal(role, N)
+        if role == "pronoun" and probe == "pronoun_control":
+            a = ideal(role, N)
+            a[N - 1, 1] = a[N - 1, 2] = 0.5
+            return a
+        return ideal("self", N)
+
+    stack = lambda probe: torch.stack([head(r.key, probe) for r in ROLES])  # noqa: E731
+    return probes_of({p: stack(p) for p in ("prose", "repeat", "pronoun")},
+                     {"random": stack("random"), "pronoun": stack("pronoun_control")})  # fmt: skip
 
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: r.key)
-def test_role_detector_scores_its_ideal_head_highest(role):
-    n = 2 * R
-    heads = torch.stack([ideal(r.key, n) for r in ROLES])  # one head per role, in ROLES order
-    scores = role.detect(probe_run(role.key, heads))
-    assert scores.shape == (1, len(ROLES))
+def test_role_net_score_is_highest_on_its_ideal_head(role):
+    runs = hand_built_probes()
+    net = role.net(role.detect(runs), role.control(runs))
+    assert net.shape == (1, len(ROLES))
     own = ROLE_KEYS.index(role.key)
-    assert scores[0, own] >= role.threshold, (role.key, scores)
-    assert scores[0, own] == scores[0].max()
+    assert net[0, own] >= role.threshold, (role.key, net)
+    assert net[0, own] == net[0].max()
+
+
+@pytest.mark.parametrize("role", [r for r in ROLES if r.about == "content"], ids=lambda r: r.key)
+def test_a_position_head_cannot_pass_a_content_role(role):
+    """Heads that only count positions draw the same on the probe and on its control: net 0."""
+    position_heads = torch.stack([ideal(k, N) for k in ("previous_token", "self", "first_token", "local")])
+    # the same position heads on every probe and control
+    runs = probes_of({p: position_heads for p in ("prose", "repeat", "pronoun")},
+                     {"random": position_heads, "pronoun": position_heads})  # fmt: skip
+    torch.testing.assert_close(role.net(role.detect(runs), role.control(runs)), torch.zeros(1, 4))
+
+
+def test_self_and_local_are_separate_roles():
+    """A head that only looks at itself is self, not local; one that spreads over the tokens just
+    before is local, not self (the old local score counted the token itself)."""
+    runs = hand_built_probes()
+    selfie, local = ROLE_KEYS.index("self"), ROLE_KEYS.index("local")
+    nets = {r.key: r.net(r.detect(runs), r.control(runs)) for r in ROLES}
+    labels = label_heads(nets)[0]
+    assert labels[selfie] == ["self"] and labels[local] == ["local"]
+    assert float(nets["local"][0, selfie]) == 0.0 and float(nets["self"][0, local]) == 0.0
 
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: r.key)
 def test_role_entry_is_complete(role):
+    from labs.roles.knockout import BEHAVIOURS
+
     assert role.probe in PROBE_KEYS
     assert 0 < role.threshold <= 1
     assert role.name and role.label and len(role.label) <= 6 and role.explanation and role.how
+    assert role.control_how and role.about in ("position", "content") and role.evidence in BEHAVIOURS
 
 
 def test_role_keys_and_labels_are_unique():
