@@ -169,7 +169,7 @@ def test_pronoun_probe_gives_a_position_head_zero(tiny_lm, where):
     for sign, pick in ((1.0, 1), (-1.0, 2)):
         runs = {
             "pronoun": type(run)(
-                pronoun_head(run, lambda b, q: run.targets[b][pick][0]), run.ids, run.targets
+                pronoun_head(run, lambda b, q, pick=pick: run.targets[b][pick][0]), run.ids, run.targets
             )
         }
         assert float(role.detect(runs)) == pytest.approx(sign)
