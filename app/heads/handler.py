@@ -53,7 +53,7 @@ def roles(rt: Runtime, model: str | None) -> bytes:
              "candidates": [scored(la, h, r.key) for la, h in atlas.candidates_for(r.key)],
              "evidence": evidence(r.key), "status": text.role_status(atlas, r),
              "heads": [scored(la, h, r.key) for la, h in atlas.heads_with(r.key)],
-             "best": scored(*atlas.top_heads(r.key, 1)[0], r.key)}
+             "best": scored(*atlas.closest(r.key), r.key)}
             for r in ROLES
         ]  # fmt: skip
         cfg = lm.config

@@ -60,7 +60,10 @@ class RoleInfo(Strict):
         description="Heads labelled with the role (candidates whose knock-out evidence holds), best first; "
         "score = net score."
     )
-    best: ScoredHead = Field(description="The head with the highest net score, labelled or not.")
+    best: ScoredHead = Field(
+        description="The head nearest to the role: its best candidate, else the highest net score among "
+        "heads without the sharper role it yields to (local yields to previous-token)."
+    )
 
 
 class ScoreInfo(Strict):

@@ -91,7 +91,7 @@ def role_status(atlas: HeadAtlas, role: Role) -> str:
     if cands:
         return (f"In this model no head is a {role.name} head: {heads_phrase(cands)} pass the probe and its "
                 f"control, but {evidence_sentence(role, ev)[0].lower()}{evidence_sentence(role, ev)[1:]}")  # fmt: skip
-    la, h = atlas.top_heads(role.key, 1)[0]
+    la, h = atlas.closest(role.key)
     net, score, ctrl = (float(t[role.key][la, h]) for t in (atlas.nets, atlas.scores, atlas.controls))
     return (f"In this model no head is a {role.name} head: the closest, {head_name(la, h)}, has {net:.2f} "
             f"(probe {score:.2f}, control {ctrl:.2f}) against the {role.threshold} bar.")  # fmt: skip

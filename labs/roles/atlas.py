@@ -14,7 +14,7 @@ from model import LanguageModel
 
 from .knockout import Evidence, role_evidence
 from .probes import PROBE_KEYS, repeat_length, run_probes
-from .registry import ROLES, head_name, label_heads
+from .registry import ROLE_BY_KEY, ROLES, head_name, label_heads
 
 __all__ = ["HeadAtlas", "ProbeView", "compute_atlas", "head_atlas", "head_name"]
 
@@ -52,6 +52,16 @@ class HeadAtlas:
     def _sorted(self, role: str, table: list[list[list[str]]]) -> list[tuple[int, int]]:
         heads = [(la, h) for la, row in enumerate(table) for h, keys in enumerate(row) if role in keys]
         return sorted(heads, key=lambda lh: -float(self.nets[role][lh]))
+
+    def closest(self, role: str) -> tuple[int, int]:
+        """The head nearest to the role: its best candidate, else the best head by net score that does
+        not have the sharper role this one yields to (a previous-token head is not "almost local")."""
+        cands = self.candidates_for(role)
+        if cands:
+            return cands[0]
+        sharper = ROLE_BY_KEY[role].yields_to
+        order = self.top_heads(role, self.nets[role].numel())
+        return next((lh for lh in order if sharper not in self.candidates[lh[0]][lh[1]]), order[0])
 
     def top_heads(self, role: str, k: int) -> list[tuple[int, int]]:
         """The `k` heads with the highest net score, labelled or not."""

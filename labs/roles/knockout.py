@@ -235,7 +235,7 @@ def main() -> None:
         f"{'role':16s} {'best':6s} {'score':>6s} {'control':>8s} {'net':>6s} {'bar':>5s}  candidates; knock-out"
     )
     for role in ROLES:
-        best = atlas.top_heads(role.key, 1)[0]
+        best = atlas.closest(role.key)
         s, c, n = (float(t[role.key][best]) for t in (atlas.scores, atlas.controls, atlas.nets))
         ev = atlas.evidence[role.key]
         cands = [head_name(*h) for h in atlas.candidates_for(role.key)]

@@ -76,6 +76,7 @@ def test_atlas_lists_heads_by_role_on_their_probes(live_server, page, roles):
         sec = sections.nth(i)
         assert sec.get_attribute("data-role") == role["key"]
         assert role["explanation"] in sec.inner_text()
+        assert role["status"] in sec.inner_text()  # who earned it with what evidence, or why no head did
         cards = sec.locator(".head-card")
         if role["heads"]:
             names = [cards.nth(k).locator(".head-card-name").inner_text() for k in range(cards.count())]
@@ -152,3 +153,25 @@ def test_explorer_head_detail_knocks_the_head_out(live_server, page, roles):
     )
     assert f"previous-token {prev:.2f}" in page.inner_text(".roles-on-prompt")
     shoot(page, "explorer-knockout", full_page=False)
+
+
+def test_explorer_says_what_the_atlas_found_about_token_0_and_the_open_head(live_server, page, roles):
+    """The caption about token 0 is the server's count on this model; a head without a role says so."""
+    la, h = next((la, h) for la, row in enumerate(roles["labels"]) for h, keys in enumerate(row) if not keys)
+    page.goto(f"{live_server}/?prompt={PROMPT}&layer={la}&head={h}")
+    page.wait_for_selector("#head-grid[data-roles]")
+    assert page.inner_text("#sink-fact") == roles["sink_fact"]
+    note = page.locator("#detail-panel .head-role-note")
+    note.wait_for()
+    assert note.inner_text() == roles["head_notes"][la][h] and "has no role" in note.inner_text()
+    shoot(page, "explorer-no-role", full_page=False)
+    # Open a head that earned a role: the note follows the open head.
+    role = labelled_role(roles)
+    g = role["heads"][0]
+    page.goto(f"{live_server}/?prompt={PROMPT}&layer={g['layer']}&head={g['head']}")
+    page.wait_for_selector("#head-grid[data-roles]")
+    page.wait_for_function(
+        "t => document.querySelector('#detail-panel .head-role-note')?.textContent === t",
+        arg=roles["head_notes"][g["layer"]][g["head"]],
+    )
+    assert role["name"] in page.inner_text("#detail-panel .head-role-note")

@@ -69,7 +69,10 @@ function headCard(role, h, near) {
   canvas.setAttribute("aria-label", `${headName(h.layer, h.head)} on the ${role.probe} probe`);
   const name = el("div", "head-card-name", headName(h.layer, h.head));
   const score = el("div", "head-card-score", h.score.toFixed(2));
-  score.title = `${role.name} score ${h.score.toFixed(3)}; a head gets the label from ${role.threshold}`;
+  const probe = role.scores[h.layer][h.head];
+  const control = role.controls[h.layer][h.head];
+  score.title = `${role.name}: probe ${probe.toFixed(3)}, control ${control.toFixed(3)}, net ${h.score.toFixed(3)}; ` +
+    `a candidate from ${role.threshold}`;
   const ko = el("button", "ko-button", "Knock out");
   ko.type = "button";
   ko.dataset.heads = `${h.layer},${h.head}`;
@@ -99,14 +102,17 @@ function roleSection(role) {
   }
   sec.append(head, el("p", "caption", role.explanation));
   const probeTitle = roles.probes.find((p) => p.key === role.probe)?.title || role.probe;
-  sec.append(el("p", "hint", `Score: ${role.how}. A head gets the label from ${role.threshold}. Drawn on: ${probeTitle}.`));
+  const net = role.about === "position" ? "the lower of the two" : "the probe minus the control";
+  sec.append(el("p", "hint", `Probe: ${role.how}. Control: ${role.control_how}. A head is a candidate when ` +
+    `${net} reaches ${role.threshold}, and keeps the role only if knocking the candidates out makes ` +
+    `${role.evidence ? role.evidence.measure : "what the role is for"} worse. Drawn on: ${probeTitle}.`));
+  // The server's verdict for this model: who earned the role and the knock-out evidence, or why no head did.
+  sec.append(el("p", role.heads.length ? "hint role-status" : "near-note", role.status));
   const cards = el("div", "head-cards");
   if (role.heads.length) {
     cards.append(...role.heads.map((h) => headCard(role, h, false)));
   } else {
     const b = role.best;
-    sec.append(el("p", "near-note",
-      `No head of this model clears the threshold. The closest, ${headName(b.layer, b.head)}, scores ${b.score.toFixed(2)}:`));
     cards.append(headCard(role, b, true));
   }
   sec.append(cards);
@@ -237,8 +243,10 @@ async function load() {
   }
   showError(ui.error, null);
   const labelled = roles.labels.flat().filter((x) => x.length).length;
+  const total = roles.n_layer * roles.n_head;
   ui.status.textContent = `${roles.model}: ${roles.n_layer} layers × ${roles.n_head} heads; ${labelled} of ` +
-    `${roles.n_layer * roles.n_head} heads have at least one role.`;
+    `${total} heads earn at least one role, the other ${total - labelled} have none (no role's probe, control ` +
+    `and knock-out all hold for them).`;
   renderChips();
   renderRoles();
 }

@@ -32,6 +32,10 @@ export async function showRoles(grid, model) {
   }
   const { roles, badges } = loaded.get(key);
   updateGrid(grid, { badges });
+  // The sentence about token 0 is counted by the server on this model's atlas, never typed in the page.
+  const sinkFact = document.getElementById("sink-fact");
+  if (sinkFact) sinkFact.textContent = roles.sink_fact;
+  showHeadNote();
   if (select && select.dataset.model !== roles.model) {
     fillRoleSelect(select, roles, store.get().role);
     select.dataset.model = roles.model;
@@ -58,8 +62,10 @@ let ko = null; // {button, result, error, getContext, key, requests}
 export function mountHeadKnockout({ button, result, error }, getContext) {
   const onPrompt = document.createElement("p");
   onPrompt.className = "hint roles-on-prompt";
-  button.parentElement.prepend(onPrompt);
-  ko = { button, result, error, onPrompt, getContext, key: null, requests: api.latest() };
+  const note = document.createElement("p");
+  note.className = "hint head-role-note";
+  button.parentElement.prepend(note, onPrompt);
+  ko = { button, result, error, note, onPrompt, getContext, key: null, requests: api.latest() };
   button.addEventListener("click", runHeadKnockout);
 }
 
@@ -94,8 +100,17 @@ async function showPromptScores(c) {
   const shown = shownRoles(c.model, res.scores);
   const parts = shown.filter((r) => res.scores[r.key]).map((r) => `${r.name} ${res.scores[r.key][c.layer][c.head].toFixed(2)}`);
   const missing = shown.filter((r) => !res.scores[r.key]).map((r) => r.name);
-  ko.onPrompt.textContent = `Role scores of ${headName(c.layer, c.head)} on this prompt: ${parts.join(" · ")}` +
+  ko.onPrompt.textContent = `Role scores of ${headName(c.layer, c.head)} on this prompt (no control, no knock-out: ` +
+    `a hint, not a label): ${parts.join(" · ")}` +
     (missing.length ? ` (${missing.join(", ")}: the prompt repeats no token or is too short).` : ".");
+}
+
+// The atlas's verdict on the open head (its roles, or that it has none and why), from /api/heads;
+// empty until /api/heads has answered (showRoles calls this again then).
+function showHeadNote() {
+  if (!ko) return;
+  const c = ko.getContext();
+  ko.note.textContent = (c && loaded.get(c.model || "")?.roles.head_notes[c.layer]?.[c.head]) || "";
 }
 
 // Called whenever the detail shows a head: a result belongs to one prompt and one head only.
@@ -109,6 +124,7 @@ export function resetHeadKnockout() {
   ko.result.replaceChildren();
   ko.error.hidden = true;
   ko.button.setAttribute("aria-pressed", "false");
+  showHeadNote();
   if (c) {
     ko.button.textContent = `Knock out ${headName(c.layer, c.head)}`;
     showPromptScores(c);
