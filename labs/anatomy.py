@@ -37,9 +37,7 @@ def block_shapes(cfg: ModelConfig, n: int) -> dict[str, list[int]]:
 
 def forward_capture(lm: LanguageModel, ids: list[int]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """One forward pass recording every block's residual steps; returns (cache without batch, logits)."""
-    names = [act_name("embed")] + [
-        act_name(h, i) for i in range(lm.config.n_layer) for h in RESID_HOOKS
-    ]
+    names = [act_name("embed")] + [act_name(h, i) for i in range(lm.config.n_layer) for h in RESID_HOOKS]
     if act_name("pos_embed") in lm.net.hook_names:
         names.append(act_name("pos_embed"))
     logits, cache = lm.run_with_cache(ids, names)

@@ -1,7 +1,7 @@
 """Attention Atlas's model core: our own hookable transformer, its trace, tokenizers and loaders."""
 
-from .config import ModelConfig
 from .cache import ActivationCache
+from .config import ModelConfig
 from .hooks import HookPoint, Run, act_name
 from .lm import LanguageModel
 from .loading import ModelLoadError, load, save

@@ -74,7 +74,9 @@ class ActivationCache(Mapping):
             stack = self.apply_ln_to_stack(stack, layer, mlp_input)
         return (stack, labels) if return_labels else stack
 
-    def apply_ln_to_stack(self, stack: torch.Tensor, layer: int | None = None, mlp_input: bool = False) -> torch.Tensor:
+    def apply_ln_to_stack(
+        self, stack: torch.Tensor, layer: int | None = None, mlp_input: bool = False
+    ) -> torch.Tensor:
         """Treat each component of `stack` (..., B, T, D) as input to the norm before `layer`
         (ln2 if `mlp_input`; ln_final for layer None or n_layer) and divide it by that norm's
         recorded scale (LayerNorm centres first). The weight is not applied, as in TL with folded norms."""

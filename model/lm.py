@@ -14,7 +14,9 @@ from .trace import Trace, run_trace
 from .transformer import Transformer
 
 PATTERN_HOOKS = ("hook_attn_scores", "hook_pattern")  # only the explicit attention path computes these
-OPTIONAL_HOOKS = ("hook_result",)  # computed only when named: (B, T, H, D) is H times what the plain path writes
+OPTIONAL_HOOKS = (
+    "hook_result",
+)  # computed only when named: (B, T, H, D) is H times what the plain path writes
 NamesFilter = str | Collection[str] | Callable[[str], bool] | None
 
 

@@ -43,7 +43,9 @@ class Norm(nn.Module):
             self.hook_scale = HookPoint()  # (B, T, 1)
             self.hook_normalized = HookPoint()  # (B, T, D), before the weight
 
-    def forward(self, x: torch.Tensor, run: Run | None = None, hooks: nn.Module | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, run: Run | None = None, hooks: nn.Module | None = None
+    ) -> torch.Tensor:
         hooks = self if hooks is None else hooks
         xf = x.float()  # normalise in float32 like the references, whatever the activation dtype
         if self.centre:
@@ -193,7 +195,9 @@ class MLP(nn.Module):
         self.hook_pre = HookPoint()  # (B, T, d_ff), before the non-linearity (SwiGLU: the gate's input)
         if cfg.arch == "llama":
             self.hook_pre_linear = HookPoint()  # (B, T, d_ff), SwiGLU's linear branch, up_proj(x)
-        self.hook_post = HookPoint()  # (B, T, d_ff), after the non-linearity (SwiGLU: times the linear branch)
+        self.hook_post = (
+            HookPoint()
+        )  # (B, T, d_ff), after the non-linearity (SwiGLU: times the linear branch)
 
     def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
         if self.arch == "llama":
