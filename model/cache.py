@@ -50,6 +50,7 @@ class ActivationCache(Mapping):
     def __repr__(self) -> str:
         return f"ActivationCache with keys {list(self.cache_dict)}"
 
+    @torch.inference_mode()  # the cache holds inference tensors; weights must not track grads here
     def accumulated_resid(
         self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
         mlp_input: bool = False, return_labels: bool = False,
@@ -74,6 +75,7 @@ class ActivationCache(Mapping):
             stack = self.apply_ln_to_stack(stack, layer, mlp_input)
         return (stack, labels) if return_labels else stack
 
+    @torch.inference_mode()
     def apply_ln_to_stack(
         self, stack: torch.Tensor, layer: int | None = None, mlp_input: bool = False
     ) -> torch.Tensor:
@@ -88,6 +90,7 @@ class ActivationCache(Mapping):
             stack = stack - stack.mean(-1, keepdim=True)
         return stack / scale
 
+    @torch.inference_mode()
     def stack_head_results(
         self, layer: int | None = None, return_labels: bool = False, incl_remainder: bool = False,
         apply_ln: bool = False,
@@ -110,6 +113,7 @@ class ActivationCache(Mapping):
             stack = self.apply_ln_to_stack(stack, layer)
         return (stack, labels) if return_labels else stack
 
+    @torch.inference_mode()
     def _head_result(self, layer: int) -> torch.Tensor:
         if ("result", layer) in self:
             return self["result", layer]

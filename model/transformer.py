@@ -111,11 +111,11 @@ class Attention(nn.Module):
                 "inv_freq", rope_inv_freq(d, cfg.rope_base, cfg.rope_llama3).float(), persistent=False
             )
             self._rope_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+            self.hook_rot_q = HookPoint()  # (B, T, H, d), after RoPE (= hook_q without positions)
+            self.hook_rot_k = HookPoint()  # (B, T, K, d), after RoPE
         self.hook_q = HookPoint()  # (B, T, H, d), before RoPE
         self.hook_k = HookPoint()  # (B, T, K, d), before RoPE
         self.hook_v = HookPoint()  # (B, T, K, d)
-        self.hook_rot_q = HookPoint()  # (B, T, H, d), after RoPE (= hook_q without positions)
-        self.hook_rot_k = HookPoint()  # (B, T, K, d), after RoPE
         self.hook_attn_scores = HookPoint()  # (B, H, T, T), scaled and masked, before softmax
         self.hook_pattern = HookPoint()  # (B, H, T, T), softmax probabilities
         self.hook_z = HookPoint()  # (B, T, H, d), each head's weighted sum of values; ablation hooks here
@@ -127,11 +127,12 @@ class Attention(nn.Module):
         q = self.hook_q(self.q_proj(x).view(B, T, cfg.n_head, cfg.hd), run)
         k = self.hook_k(self.k_proj(x).view(B, T, cfg.n_kv_head, cfg.hd), run)
         v = self.hook_v(self.v_proj(x).view(B, T, cfg.n_kv_head, cfg.hd), run)
-        if cfg.arch == "llama" and (run is None or run.position):
-            scale = run.rope_scale if run is not None and run.rope_scale else cfg.rope_scale
-            cos, sin = self.rope_table(T, scale, x.device)
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        q, k = self.hook_rot_q(q, run), self.hook_rot_k(k, run)
+        if cfg.arch == "llama":  # as in TransformerLens, only a rotary model has hook_rot_q/k
+            if run is None or run.position:
+                scale = run.rope_scale if run is not None and run.rope_scale else cfg.rope_scale
+                cos, sin = self.rope_table(T, scale, x.device)
+                q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            q, k = self.hook_rot_q(q, run), self.hook_rot_k(k, run)
         fused = run is not None and run.impl == "sdpa"
         z = self.hook_z(self.attend_sdpa(q, k, v, run) if fused else self.attend(q, k, v, run), run)
         if run is not None and run.wants(self.hook_result.name):
@@ -240,10 +241,10 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.hook_embed = HookPoint()  # (B, T, D), token embedding
         if cfg.arch == "gpt2":
             self.pos_embed = nn.Embedding(cfg.context_length, cfg.d_model)
-        self.hook_embed = HookPoint()  # (B, T, D), token embedding
-        self.hook_pos_embed = HookPoint()  # (B, T, D), learned positions (GPT-2 only)
+            self.hook_pos_embed = HookPoint()  # (B, T, D), learned positions
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
         self.ln_final = FinalNorm(cfg)
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
