@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m app export",
                                 description="Write one prompt's views as a single HTML file that opens offline.")  # fmt: skip
     p.add_argument("prompt", help="the text to run through the model")
-    p.add_argument("--model", default="classroom", help="a bundled model name or a model folder (default classroom)")
+    p.add_argument(
+        "--model", default="classroom", help="a bundled model name or a model folder (default classroom)"
+    )
     p.add_argument("-o", "--output", default="lesson.html", help="the file to write (default lesson.html)")
     args = p.parse_args(argv)
     try:
@@ -106,4 +108,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"Cannot export: {e}")
     size = Path(args.output).stat().st_size
     print(f"Wrote {args.output} ({size / 1e6:.2f} MB): open it in any browser, no server needed.")
-

@@ -19,7 +19,9 @@ from pathlib import Path
 IMPORT = re.compile(r'^import\s+(?:\{([^}]*)\}|\*\s+as\s+(\w+))\s+from\s+"([^"]+)";[ \t]*$', re.M)
 EXPORT = re.compile(r"^export\s+(?:async\s+)?(?:function\*?|const|let|class)\s+(\w+)", re.M)
 AS = re.compile(r"\s+as\s+")
-UNSUPPORTED = re.compile(r"^\s*(export\s+(?:default|\{|\*)|import\s*\(|import\s+\w+\s+from|import\s+\")|\bimport\(", re.M)
+UNSUPPORTED = re.compile(
+    r"^\s*(export\s+(?:default|\{|\*)|import\s*\(|import\s+\w+\s+from|import\s+\")|\bimport\(", re.M
+)
 
 
 class BundleError(ValueError):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.export import export_html
+from app.notebook import show
 from model import load
 from tests.browser_conftest import shoot
 
@@ -26,8 +27,12 @@ class LessonPath(type(Path())):
 
 
 @pytest.fixture(scope="module")
-def lesson(tmp_path_factory):
-    lm = load("classroom")
+def lm():
+    return load("classroom")
+
+
+@pytest.fixture(scope="module")
+def lesson(tmp_path_factory, lm):
     ids = lm.encode(TEXT)[:N_TOKENS]
     assert len(ids) == N_TOKENS
     path = LessonPath(tmp_path_factory.mktemp("export") / "lesson.html")
@@ -92,9 +97,12 @@ def test_export_opens_offline_and_a_head_opens_on_click_and_arrows(lesson, pages
     assert re.search(r"query 0 .* key 0 .*: weight 1\.0000", readout.inner_text()), readout.inner_text()
     page.mouse.move(box["x"] + first_cell + 40, box["y"] + 2)
     assert "masked" in readout.inner_text()
-    grey = page.eval_on_selector(".headmap-canvas", """(c) => { const d = window.devicePixelRatio || 1;
-        return Array.from(c.getContext('2d').getImageData(Math.round((%f + 40) * d), Math.round(2 * d), 1, 1).data); }"""
-        % first_cell)
+    grey = page.eval_on_selector(
+        ".headmap-canvas",
+        """(c, x) => { const d = window.devicePixelRatio || 1;
+           return Array.from(c.getContext('2d').getImageData(Math.round(x * d), Math.round(2 * d), 1, 1).data); }""",
+        first_cell + 40,
+    )
     assert grey[:3] == [238, 238, 238]
     # A row further down, hovered: its weights as the model computed them (four decimals).
     page.mouse.move(box["x"] + first_cell + 1, box["y"] + box["height"] * 0.5)
@@ -114,3 +122,14 @@ def test_export_opens_offline_and_a_head_opens_on_click_and_arrows(lesson, pages
     assert "token 5" in page.locator("#next .caption").inner_text()
     shoot(page, "export-token-5")
     assert all(u.startswith("file:") for u in page.requests), page.requests
+
+
+def test_export_in_a_notebook_iframe_draws_the_grid(lm, pages):
+    page = offline_page(pages)
+    page.set_content(show(lm, "The cat sat on the mat. The cat")._repr_html_())
+    frame = page.frame_locator("iframe")
+    frame.locator("html[data-ready='1']").wait_for()
+    assert frame.locator("#head-grid .thumb").count() == 4 * 8
+    frame.locator('.thumb[data-layer="0"][data-head="1"]').click()
+    assert frame.locator("#head-title").inner_text().startswith("Layer 0, head 1")
+    assert not page.requests, page.requests
