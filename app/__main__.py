@@ -2,6 +2,7 @@
 
     python -m app [--model NAME_OR_PATH]... [--host 127.0.0.1] [--port 8000] [--device cpu|cuda] [--workers N]
                   [--debug]
+    python -m app export "prompt" [--model NAME_OR_PATH] [-o lesson.html]   (one offline HTML file)
 
 Before any worker starts, every model is loaded once here and the port is bound: a broken model or a
 busy port exits 1 with one sentence, last (the traceback too with --debug), for any number of workers.
@@ -135,6 +136,12 @@ def warn_public(host: str, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["export"]:  # python -m app export "prompt" -o lesson.html: a file, no server
+        from .export import main as export
+
+        export(argv[1:])
+        return
     args = parse_args(argv)
     problems = [p for p in map(model_problem, args.models) if p]
     if problems:

@@ -20,7 +20,6 @@ from .cost import REFERENCE
 # One row per arrow of the chapter's block diagram, in order (their labels: app/anatomy/text.py).
 BLOCK_STAGES = ("x_in", "norm1", "attn_out", "resid_mid", "norm2", "mlp_out", "resid_post")
 RESID_HOOKS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post")
-FINAL_NORM = "ln_final.hook_normalized"  # act_name has no short name for the final norm's output
 
 
 def block_shapes(cfg: ModelConfig, n: int) -> dict[str, list[int]]:
@@ -38,9 +37,7 @@ def block_shapes(cfg: ModelConfig, n: int) -> dict[str, list[int]]:
 
 def forward_capture(lm: LanguageModel, ids: list[int]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """One forward pass recording every block's residual steps; returns (cache without batch, logits)."""
-    names = [act_name("embed"), FINAL_NORM] + [
-        act_name(h, i) for i in range(lm.config.n_layer) for h in RESID_HOOKS
-    ]
+    names = [act_name("embed")] + [act_name(h, i) for i in range(lm.config.n_layer) for h in RESID_HOOKS]
     if act_name("pos_embed") in lm.net.hook_names:
         names.append(act_name("pos_embed"))
     logits, cache = lm.run_with_cache(ids, names)
@@ -57,6 +54,13 @@ def block_stages(lm: LanguageModel, cache: dict[str, torch.Tensor]) -> torch.Ten
         stages = [x, block.ln1(x), attn, mid, block.ln2(mid), mlp, post]
         rows.append(torch.stack([s.float().norm(dim=-1) for s in stages]))
     return torch.stack(rows).cpu()
+
+
+@torch.inference_mode()
+def final_norm_out(lm: LanguageModel, cache: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(n, D) what the final norm hands the unembedding, its weight applied: recomputed with the model's
+    own module, since ln_final.hook_normalized is (as in TransformerLens) the value before the weight."""
+    return lm.net.ln_final(cache[act_name("resid_post", lm.config.n_layer - 1)][None], None)[0]
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ def pipeline(lm: LanguageModel, ids: list[int], cache: dict[str, torch.Tensor], 
         )
     top = torch.softmax(logits, dim=-1).topk(min(k, V), dim=-1)
     steps += [
-        Step("final_norm", [n, D], ["n", "d_model"], norms=norms(cache[FINAL_NORM])),
+        Step("final_norm", [n, D], ["n", "d_model"], norms=norms(final_norm_out(lm, cache))),
         Step("unembed", [n, V], ["n", "vocab"], max_logit=logits.max(dim=-1).values.cpu()),
         Step("softmax", [n, V], ["n", "vocab"], top_ids=top.indices.cpu(), top_probs=top.values.cpu()),
     ]

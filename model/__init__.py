@@ -1,5 +1,6 @@
 """Attention Atlas's model core: our own hookable transformer, its trace, tokenizers and loaders."""
 
+from .cache import ActivationCache
 from .config import ModelConfig
 from .hooks import HookPoint, Run, act_name
 from .lm import LanguageModel
@@ -9,6 +10,6 @@ from .trace import Trace
 from .transformer import Transformer
 
 __all__ = [
-    "HookPoint", "LanguageModel", "ModelConfig", "ModelLoadError", "Run", "Tokenizer", "Trace",
+    "ActivationCache", "HookPoint", "LanguageModel", "ModelConfig", "ModelLoadError", "Run", "Tokenizer", "Trace",
     "Transformer", "act_name", "load", "save",
 ]  # fmt: skip

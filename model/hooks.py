@@ -38,6 +38,10 @@ class Run:
         self.hooks.setdefault(name, []).append(fn)
         return self
 
+    def wants(self, name: str) -> bool:
+        """Whether this call records or intervenes on `name`: what optional hooks (hook_result) ask."""
+        return name in self.hooks or (self.capture is not None and name in self.capture)
+
 
 class HookPoint(nn.Module):
     """Identity, except that a Run's interventions for this name run first and the cache then keeps
@@ -84,18 +88,30 @@ _BLOCK_HOOKS = {
     "resid_pre": "hook_resid_pre", "resid_mid": "hook_resid_mid", "resid_post": "hook_resid_post",
     "attn_out": "hook_attn_out", "mlp_out": "hook_mlp_out",
     "q": "attn.hook_q", "k": "attn.hook_k", "v": "attn.hook_v", "z": "attn.hook_z",  # q, k before RoPE
-    "rot_q": "attn.hook_rot_q", "rot_k": "attn.hook_rot_k",
+    "rot_q": "attn.hook_rot_q", "rot_k": "attn.hook_rot_k", "result": "attn.hook_result",
     "attn_scores": "attn.hook_attn_scores", "scores": "attn.hook_attn_scores",
     "pattern": "attn.hook_pattern", "attn": "attn.hook_pattern",
     "pre": "mlp.hook_pre", "post": "mlp.hook_post", "mlp_pre": "mlp.hook_pre", "mlp_post": "mlp.hook_post",
+    "pre_linear": "mlp.hook_pre_linear",
 }  # fmt: skip
 _MODEL_HOOKS = {"embed": "hook_embed", "pos_embed": "hook_pos_embed"}
+_NORM_HOOKS = ("scale", "normalized")  # ln1/ln2 of a block with a layer, ln_final without one
 
 
-def act_name(name: str, layer: int | None = None) -> str:
+def act_name(name: str, layer: int | None = None, layer_type: str | None = None) -> str:
     """The full hook name for a short one, like TransformerLens's `get_act_name`:
-    `act_name("pattern", 0)` is `"blocks.0.attn.hook_pattern"`, `act_name("embed")` is `"hook_embed"`.
-    Every hook name in the repo is built here, so a typo is an error, not an empty cache."""
+    `act_name("pattern", 0)` is `"blocks.0.attn.hook_pattern"`, `act_name("embed")` is `"hook_embed"`,
+    `act_name("scale", 2, "ln1")` is `"blocks.2.ln1.hook_scale"`, `act_name("normalized")` is
+    `"ln_final.hook_normalized"`; a full name comes back as it is. Every hook name in the repo is
+    built here, so a typo is an error, not an empty cache."""
+    if layer is None and layer_type is None and ("." in name or name.startswith("hook_")):
+        return name
+    if name in _NORM_HOOKS:
+        if layer is None:
+            return f"ln_final.hook_{name}"
+        if layer_type in ("ln1", "ln2"):
+            return f"blocks.{layer}.{layer_type}.hook_{name}"
+        raise ValueError(f"hook {name!r} with a layer needs layer_type 'ln1' or 'ln2'")
     if name in _MODEL_HOOKS and layer is None:
         return _MODEL_HOOKS[name]
     if name in _BLOCK_HOOKS and layer is not None:
@@ -108,7 +124,8 @@ def act_name(name: str, layer: int | None = None) -> str:
         else "is unknown"
     )
     raise ValueError(
-        f"hook {name!r} {where}; known: {sorted(_MODEL_HOOKS)} and, with a layer, {sorted(_BLOCK_HOOKS)}"
+        f"hook {name!r} {where}; known: {sorted(_MODEL_HOOKS)}, {list(_NORM_HOOKS)} and, with a layer, "
+        f"{sorted(_BLOCK_HOOKS)}"
     )
 
 

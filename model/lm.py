@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import torch
 
+from .cache import ActivationCache
 from .config import ModelConfig
 from .hooks import ABLATE_MODES, HookFn, Run, ablate_heads, act_name
 from .tokenizer import Tokenizer
@@ -13,6 +14,10 @@ from .trace import Trace, run_trace
 from .transformer import Transformer
 
 PATTERN_HOOKS = ("hook_attn_scores", "hook_pattern")  # only the explicit attention path computes these
+OPTIONAL_HOOKS = (
+    "hook_result",
+)  # computed only when named: (B, T, H, D) is H times what the plain path writes
+NamesFilter = str | Collection[str] | Callable[[str], bool] | None
 
 
 class LanguageModel:
@@ -74,40 +79,56 @@ class LanguageModel:
     def run_with_cache(
         self,
         tokens: str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor,
-        names: Collection[str] | None = None,
+        names_filter: NamesFilter = None,
         *,
         logits: bool = True,
-        fwd_hooks: Sequence[tuple[str, HookFn]] = (),
+        fwd_hooks: Sequence[tuple[str | Callable[[str], bool], HookFn]] = (),
         **switches,
-    ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
+    ) -> tuple[torch.Tensor | None, ActivationCache]:
         """One forward pass that keeps the named hooks, as TransformerLens's `run_with_cache` does:
-        returns (logits (B, T, V) or None, {hook name: tensor with the batch dimension first}).
+        returns (logits (B, T, V) or None, an `ActivationCache` with the batch dimension first).
 
-        `names` are full hook names (build them with `model.act_name`); None keeps every hook
-        (with impl="sdpa", every hook but the scores and the pattern, which that path never computes).
+        `names_filter`: None keeps every hook but `attn.hook_result` (as TransformerLens, which
+        computes per-head results only when asked: name it, or let `cache.stack_head_results()`
+        derive it from hook_z), and with impl="sdpa" also but the scores and the pattern, which that
+        path never computes; or one name, a list of names (`model.act_name` builds them), or a
+        function name -> bool.
         `logits=False` stops before the unembedding: the cheap way to read attention on a big vocabulary.
         `fwd_hooks` are interventions as in `run_with_hooks`; the cache holds what flowed on after them.
         `switches` are `make_run`'s: position, causal, ablate, ablate_mode, rope_scale, impl."""
         idx = self.batch_of(tokens)
         run = self.make_run(**switches)
-        every = [n for n in self.net.hook_names if run.impl == "explicit" or not n.endswith(PATTERN_HOOKS)]
-        run.capture = self.check_names(every if names is None else names, run.impl)
+        run.capture = self.check_names(self.select_names(names_filter, run.impl), run.impl)
         self._add_hooks(run, fwd_hooks)
         if logits:
-            return self.net(idx, run), run.cache
-        self.net.residual_stream(idx, run)
-        return None, run.cache
+            out = self.net(idx, run)
+        else:
+            out = None
+            self.net.residual_stream(idx, run)
+        return out, ActivationCache(run.cache, self.net)
+
+    def select_names(self, names_filter: NamesFilter, impl: str = "explicit") -> list[str]:
+        """The hook names a TransformerLens-style names_filter stands for (see `run_with_cache`)."""
+        if names_filter is None:
+            return [n for n in self.net.hook_names if not n.endswith(OPTIONAL_HOOKS)
+                    and (impl == "explicit" or not n.endswith(PATTERN_HOOKS))]  # fmt: skip
+        if isinstance(names_filter, str):
+            return [names_filter]
+        if callable(names_filter):
+            return [n for n in self.net.hook_names if names_filter(n)]
+        return list(names_filter)
 
     @torch.inference_mode()
     def run_with_hooks(
         self,
         tokens: str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor,
-        fwd_hooks: Sequence[tuple[str, HookFn]] = (),
+        fwd_hooks: Sequence[tuple[str | Callable[[str], bool], HookFn]] = (),
         **switches,
     ) -> torch.Tensor:
         """Logits (B, T, V) of a forward pass with interventions, as TransformerLens's `run_with_hooks`:
-        each (hook name, fn) calls fn(activation, hook) and uses what it returns (None: unchanged).
-        They apply to this call only; head ablation (`ablate=`) is one such intervention on hook_z."""
+        each (hook name, or a function name -> bool choosing hooks, fn) calls fn(activation, hook)
+        and uses what it returns (None: unchanged). They apply to this call only; head ablation
+        (`ablate=`) is one such intervention on hook_z."""
         run = self.make_run(**switches)
         self._add_hooks(run, fwd_hooks)
         return self.net(self.batch_of(tokens), run)
@@ -122,10 +143,11 @@ class LanguageModel:
             raise ValueError("impl='sdpa' computes no attention pattern; capture it with impl='explicit'")
         return wanted
 
-    def _add_hooks(self, run: Run, fwd_hooks: Sequence[tuple[str, HookFn]]) -> None:
-        self.check_names([name for name, _ in fwd_hooks])
-        for name, fn in fwd_hooks:
-            run.add_hook(name, fn)
+    def _add_hooks(self, run: Run, fwd_hooks: Sequence[tuple[str | Callable[[str], bool], HookFn]]) -> None:
+        for name_or_filter, fn in fwd_hooks:
+            names = self.select_names(name_or_filter if callable(name_or_filter) else [name_or_filter])
+            for name in sorted(self.check_names(names), key=self.net.hook_names.index):
+                run.add_hook(name, fn)
 
     @torch.inference_mode()
     def logits(self, text_or_ids: str | Sequence[int], **switches) -> torch.Tensor:

@@ -26,23 +26,38 @@ from .config import ModelConfig
 from .hooks import HookPoint, Run, name_hook_points
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float) -> None:
+class Norm(nn.Module):
+    """RMSNorm (Llama) or LayerNorm (GPT-2, which centres first and adds a bias), hooked as
+    TransformerLens hooks them: `hook_scale` is the divisor sqrt(mean(x^2) + eps) (B, T, 1) and
+    `hook_normalized` is x / scale *before* the weight (B, T, D); we never fold the weight away.
+
+    `ln_final` keeps its weights one level down (`ln_final.norm.weight`, the name checkpoints use)
+    and its hooks at `ln_final.hook_*`: it passes itself as `hooks`."""
+
+    def __init__(self, cfg: ModelConfig, hooked: bool = True) -> None:
         super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.centre, self.eps = cfg.arch == "gpt2", cfg.norm_eps
+        self.weight = nn.Parameter(torch.ones(cfg.d_model))
+        self.bias = nn.Parameter(torch.zeros(cfg.d_model)) if self.centre else None
+        if hooked:
+            self.hook_scale = HookPoint()  # (B, T, 1)
+            self.hook_normalized = HookPoint()  # (B, T, D), before the weight
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Normalise in float32 like the reference, whatever the activation dtype.
-        xf = x.float()
-        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * xf.to(x.dtype)
-
-
-def make_norm(cfg: ModelConfig) -> nn.Module:
-    if cfg.arch == "llama":
-        return RMSNorm(cfg.d_model, cfg.norm_eps)
-    return nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
+    def forward(
+        self, x: torch.Tensor, run: Run | None = None, hooks: nn.Module | None = None
+    ) -> torch.Tensor:
+        hooks = self if hooks is None else hooks
+        xf = x.float()  # normalise in float32 like the references, whatever the activation dtype
+        if self.centre:
+            xf = xf - xf.mean(-1, keepdim=True)
+        scale = (xf.pow(2).mean(-1, keepdim=True) + self.eps).sqrt()
+        if run is not None:
+            scale = hooks.hook_scale(scale, run)
+        normalized = (xf / scale).to(x.dtype)
+        if run is not None:
+            normalized = hooks.hook_normalized(normalized, run)
+        out = normalized * self.weight
+        return out if self.bias is None else out + self.bias
 
 
 def rope_inv_freq(head_dim: int, base: float, llama3: dict | None = None) -> torch.Tensor:
@@ -96,14 +111,15 @@ class Attention(nn.Module):
                 "inv_freq", rope_inv_freq(d, cfg.rope_base, cfg.rope_llama3).float(), persistent=False
             )
             self._rope_tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+            self.hook_rot_q = HookPoint()  # (B, T, H, d), after RoPE (= hook_q without positions)
+            self.hook_rot_k = HookPoint()  # (B, T, K, d), after RoPE
         self.hook_q = HookPoint()  # (B, T, H, d), before RoPE
         self.hook_k = HookPoint()  # (B, T, K, d), before RoPE
         self.hook_v = HookPoint()  # (B, T, K, d)
-        self.hook_rot_q = HookPoint()  # (B, T, H, d), after RoPE (= hook_q without positions)
-        self.hook_rot_k = HookPoint()  # (B, T, K, d), after RoPE
         self.hook_attn_scores = HookPoint()  # (B, H, T, T), scaled and masked, before softmax
         self.hook_pattern = HookPoint()  # (B, H, T, T), softmax probabilities
         self.hook_z = HookPoint()  # (B, T, H, d), each head's weighted sum of values; ablation hooks here
+        self.hook_result = HookPoint()  # (B, T, H, D), each head's write z_h @ W_O[h], without o_proj's bias
 
     def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
         cfg = self.cfg
@@ -111,14 +127,25 @@ class Attention(nn.Module):
         q = self.hook_q(self.q_proj(x).view(B, T, cfg.n_head, cfg.hd), run)
         k = self.hook_k(self.k_proj(x).view(B, T, cfg.n_kv_head, cfg.hd), run)
         v = self.hook_v(self.v_proj(x).view(B, T, cfg.n_kv_head, cfg.hd), run)
-        if cfg.arch == "llama" and (run is None or run.position):
-            scale = run.rope_scale if run is not None and run.rope_scale else cfg.rope_scale
-            cos, sin = self.rope_table(T, scale, x.device)
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        q, k = self.hook_rot_q(q, run), self.hook_rot_k(k, run)
+        if cfg.arch == "llama":  # as in TransformerLens, only a rotary model has hook_rot_q/k
+            if run is None or run.position:
+                scale = run.rope_scale if run is not None and run.rope_scale else cfg.rope_scale
+                cos, sin = self.rope_table(T, scale, x.device)
+                q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            q, k = self.hook_rot_q(q, run), self.hook_rot_k(k, run)
         fused = run is not None and run.impl == "sdpa"
         z = self.hook_z(self.attend_sdpa(q, k, v, run) if fused else self.attend(q, k, v, run), run)
+        if run is not None and run.wants(self.hook_result.name):
+            return self.per_head_output(z, run)
         return self.o_proj(z.reshape(B, T, cfg.n_head * cfg.hd))
+
+    def per_head_output(self, z: torch.Tensor, run: Run) -> torch.Tensor:
+        """o_proj split by head, as TransformerLens's `use_attn_result`: only when someone asks for
+        hook_result, since it materialises (B, T, H, D), H times the output the plain path writes."""
+        W_O = self.o_proj.weight.view(self.cfg.d_model, self.cfg.n_head, self.cfg.hd)  # (D, H, d)
+        result = self.hook_result(torch.einsum("bthd,Dhd->bthD", z, W_O), run)  # (B, T, H, D)
+        out = result.sum(dim=2)
+        return out if self.o_proj.bias is None else out + self.o_proj.bias
 
     def rope_table(self, T: int, scale: float, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin (T, 1, d) for positions 0..T-1, cached per (T, scale): every layer of every call needs
@@ -167,11 +194,15 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=bias)
         self.down_proj = nn.Linear(cfg.d_ff, cfg.d_model, bias=bias)
         self.hook_pre = HookPoint()  # (B, T, d_ff), before the non-linearity (SwiGLU: the gate's input)
-        self.hook_post = HookPoint()  # (B, T, d_ff), after the non-linearity (SwiGLU: times up_proj)
+        if cfg.arch == "llama":
+            self.hook_pre_linear = HookPoint()  # (B, T, d_ff), SwiGLU's linear branch, up_proj(x)
+        self.hook_post = (
+            HookPoint()
+        )  # (B, T, d_ff), after the non-linearity (SwiGLU: times the linear branch)
 
     def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
         if self.arch == "llama":
-            h = F.silu(self.hook_pre(self.gate_proj(x), run)) * self.up_proj(x)
+            h = F.silu(self.hook_pre(self.gate_proj(x), run)) * self.hook_pre_linear(self.up_proj(x), run)
         else:
             h = F.gelu(self.hook_pre(self.up_proj(x), run), approximate="tanh")
         return self.down_proj(self.hook_post(h, run))
@@ -180,8 +211,8 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
-        self.ln1, self.attn = make_norm(cfg), Attention(cfg, layer)
-        self.ln2, self.mlp = make_norm(cfg), MLP(cfg)
+        self.ln1, self.attn = Norm(cfg), Attention(cfg, layer)
+        self.ln2, self.mlp = Norm(cfg), MLP(cfg)
         self.hook_resid_pre = HookPoint()  # (B, T, D)
         self.hook_attn_out = HookPoint()  # (B, T, D), what attention adds to the residual stream
         self.hook_resid_mid = HookPoint()  # (B, T, D)
@@ -190,18 +221,19 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
         x = self.hook_resid_pre(x, run)
-        x = self.hook_resid_mid(x + self.hook_attn_out(self.attn(self.ln1(x), run), run), run)
-        return self.hook_resid_post(x + self.hook_mlp_out(self.mlp(self.ln2(x), run), run), run)
+        x = self.hook_resid_mid(x + self.hook_attn_out(self.attn(self.ln1(x, run), run), run), run)
+        return self.hook_resid_post(x + self.hook_mlp_out(self.mlp(self.ln2(x, run), run), run), run)
 
 
 class FinalNorm(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.norm = make_norm(cfg)
-        self.hook_normalized = HookPoint()  # (B, T, D)
+        self.norm = Norm(cfg, hooked=False)  # the weights, under the name checkpoints use
+        self.hook_scale = HookPoint()  # (B, T, 1)
+        self.hook_normalized = HookPoint()  # (B, T, D), before the weight
 
     def forward(self, x: torch.Tensor, run: Run | None) -> torch.Tensor:
-        return self.hook_normalized(self.norm(x), run)
+        return self.norm(x, run, hooks=self)
 
 
 class Transformer(nn.Module):
@@ -209,10 +241,10 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.hook_embed = HookPoint()  # (B, T, D), token embedding
         if cfg.arch == "gpt2":
             self.pos_embed = nn.Embedding(cfg.context_length, cfg.d_model)
-        self.hook_embed = HookPoint()  # (B, T, D), token embedding
-        self.hook_pos_embed = HookPoint()  # (B, T, D), learned positions (GPT-2 only)
+            self.hook_pos_embed = HookPoint()  # (B, T, D), learned positions
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
         self.ln_final = FinalNorm(cfg)
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
@@ -240,7 +272,8 @@ class Transformer(nn.Module):
             raise ValueError(f"{T} tokens exceed the context length {self.cfg.context_length}")
         x = self.hook_embed(self.embed(idx), run)
         if self.cfg.arch == "gpt2" and (run is None or run.position):
-            x = x + self.hook_pos_embed(self.pos_embed(torch.arange(T, device=idx.device))[None], run)
+            pos = self.pos_embed(torch.arange(T, device=idx.device)).expand(idx.shape[0], T, -1)  # a view
+            x = x + self.hook_pos_embed(pos, run)
         for block in self.blocks:
             x = block(x, run)
         return x

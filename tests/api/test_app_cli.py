@@ -183,3 +183,13 @@ def test_cli_one_worker_serves_the_models_it_checked_without_loading_them_again(
     with TestClient(served["app"], base_url="http://127.0.0.1:8124") as client:  # runs the lifespan
         assert client.get("/api/models").json()["default"] == "tiny"
     assert loads == [str(folder)]  # checked once, then served: not loaded a second time
+
+
+def test_cli_export_writes_one_offline_file(tmp_path, capsys):
+    folder = tmp_path / "tiny"
+    save_tiny(folder)
+    out = tmp_path / "lesson.html"
+    cli.main(["export", "The cat sat on the mat", "--model", str(folder), "-o", str(out)])
+    assert "no server needed" in capsys.readouterr().out and 'id="head-grid"' in out.read_text()
+    with pytest.raises(SystemExit, match="Cannot export: the prompt has no tokens"):
+        cli.main(["export", "", "--model", str(folder), "-o", str(tmp_path / "empty.html")])

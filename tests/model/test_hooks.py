@@ -21,7 +21,7 @@ def test_act_name_every_short_name_is_a_hook_of_the_model(tiny_lm):
 
     hooks = set(tiny_lm.net.hook_names)
     assert {act_name(short, 1) for short in _BLOCK_HOOKS} <= hooks
-    assert {act_name("embed"), act_name("pos_embed")} <= hooks
+    assert act_name("embed") in hooks and act_name("pos_embed") not in hooks  # RoPE: no position table, as TL
 
 
 def test_run_with_cache_keeps_the_batch_dimension(tiny_lm):
@@ -38,7 +38,9 @@ def test_run_with_cache_without_logits_and_with_switches(tiny_lm):
     none, cache = tiny_lm.run_with_cache("The cat sat", [name], logits=False, causal=False)
     assert none is None and (cache[name][0, :, 0, -1] > 0).all()  # no mask: the first token sees the last
     _, everything = tiny_lm.run_with_cache("The cat")
-    assert set(everything) == set(tiny_lm.net.hook_names) - {"hook_pos_embed"}  # RoPE: no position table
+    # Per-head results are computed only when named, as in TransformerLens.
+    results = {act_name("result", i) for i in (0, 1)}
+    assert set(everything) == set(tiny_lm.net.hook_names) - results
 
 
 def test_run_with_cache_rejects_unknown_names_and_patterns_without_explicit(tiny_lm):

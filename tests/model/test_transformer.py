@@ -13,7 +13,7 @@ QKVZ = ("q", "k", "v", "rot_q", "rot_k", "z")
 def capture(net, idx, layer=0, **run):
     r = Run(capture={act_name(x, layer) for x in QKVZ}, **run)
     logits = net(idx, r)
-    return logits, {x: r.cache[act_name(x, layer)] for x in QKVZ}
+    return logits, {x: r.cache[act_name(x, layer)] for x in QKVZ if act_name(x, layer) in r.cache}
 
 
 @pytest.mark.parametrize("n_kv_head", [1, 2, 4])
