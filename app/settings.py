@@ -29,8 +29,13 @@ class Settings(BaseSettings):
     parallel_runs: int = Field(default=2, ge=1)  # forward passes at once; more only fight for 2 cores
     torch_threads: int | None = Field(default=None, ge=1)  # per process; None: PyTorch's default
     host: str | None = None  # the address served (set by `python -m app`); loopback turns on the Host check
-    url: str | None = None  # printed when the models are loaded (set by `python -m app`)
     max_waiting: int = Field(default=32, ge=1)  # model jobs waiting (a class of 30 at once); more: 503
+    # Connections (app/protocol.py): seconds to send a whole request, idle seconds kept open after an
+    # answer, seconds an answer may wait for a client that stopped reading, and open connections at most.
+    request_timeout_s: float = Field(default=10.0, gt=0)
+    keep_alive_s: int = Field(default=5, ge=1)
+    send_stall_s: float = Field(default=30.0, gt=0)
+    max_connections: int = Field(default=1000, ge=1)
 
 
 @lru_cache
