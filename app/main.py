@@ -23,7 +23,7 @@ from .deps import get_runtime
 from .heads import router as heads
 from .middleware import BodyLimit, HostCheck, SecurityHeaders, SendInSlices, is_loopback
 from .position import router as position
-from .runtime import Runtime
+from .runtime import GZIP_LEVEL, GZIP_MIN_BYTES, Runtime
 from .settings import Settings, get_settings
 from .trace import router as trace
 
@@ -68,8 +68,8 @@ def create_app(settings: Settings | None = None, loaded: dict[str, LanguageModel
     # what gzip made), the security headers wrap every answer (the 400s and 413s of the checks below
     # included; a 500 adds them itself, see errors.internal_error), a foreign Host is refused next, and
     # oversized bodies are refused before anything reads them.
-    # gzip level 1: a 512-token trace shrinks ~10x for a third of level 5's CPU (classroom Wi-Fi, not localhost).
-    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
+    # Answers that are not cached (pages, timings) are compressed here; cached ones carry their own gzip.
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=GZIP_LEVEL)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
     if settings.host is not None and is_loopback(settings.host):
         app.add_middleware(HostCheck, host=settings.host)
