@@ -31,6 +31,7 @@ import torch
 from pydantic import BaseModel
 
 from labs.census import param_census
+from labs.cost import timing_cap
 from model import LanguageModel, load
 
 from .errors import BadInput, Busy, ClientGone, Replaced, UnknownModel
@@ -318,6 +319,9 @@ class Runtime:
         except ValueError as e:
             raise BadInput(str(e)) from None
 
+    def max_timing_n(self, lm: LanguageModel) -> int:
+        return timing_cap(lm.config, self.settings.max_timing_bytes, self.settings.max_cost_n)
+
     def check_top_k(self, k: int) -> None:
         if k > self.settings.max_top_k:
             raise BadInput(f"top_k is {k}; the limit is {self.settings.max_top_k}.")
@@ -330,6 +334,7 @@ class Runtime:
             "vocab_size": cfg.vocab_size, "context_length": cfg.context_length, "max_tokens": self.max_tokens(lm),
             "positional": cfg.positional, "norm": cfg.norm, "mlp": cfg.mlp_kind, "rope_base": cfg.rope_base,
             "rope_scale": cfg.rope_scale, "params": param_census(cfg), "has_card": lm.card is not None,
+            "max_timing_n": self.max_timing_n(lm),
         }  # fmt: skip
 
     def models_info(self) -> dict:
@@ -337,7 +342,8 @@ class Runtime:
         s = self.settings
         limits = {
             "max_prompt_chars": s.max_prompt_chars, "max_tokens": self.max_tokens(self.lm(None)),
-            "max_cost_n": s.max_cost_n, "max_request_bytes": s.max_request_bytes, "max_top_k": s.max_top_k,
+            "max_cost_n": s.max_cost_n, "max_timing_n": self.max_timing_n(self.lm(None)),
+            "max_timing_bytes": s.max_timing_bytes, "max_request_bytes": s.max_request_bytes, "max_top_k": s.max_top_k,
             "max_waiting": s.max_waiting,
         }  # fmt: skip
         models = [self.describe(lm) for lm in self.models.values()]

@@ -22,6 +22,9 @@ class Settings(BaseSettings):
     max_prompt_chars: int = Field(default=4000, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)  # None: each model's context length
     max_cost_n: int = Field(default=4096, ge=1)  # cap for the cost experiment's sequence length
+    # Memory one timing may hold (labs.cost.timing_bytes): 256 MiB times the bundled model up to n = 2048;
+    # its n = 4096 would hold 1 GiB (+1.05 GB of RSS measured) on a server a whole class shares.
+    max_timing_bytes: int = Field(default=256 * 2**20, ge=2**20)
     max_request_bytes: int = Field(default=64 * 1024, ge=1024)
     max_top_k: int = Field(default=50, ge=1)
     lens_k: int = Field(default=5, ge=1, le=20)  # logit-lens tokens per layer and position
