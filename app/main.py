@@ -10,6 +10,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 import torch
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
@@ -41,6 +42,11 @@ def create_app(settings: Settings | None = None, loaded: dict[str, LanguageModel
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.torch_threads:
             torch.set_num_threads(settings.torch_threads)
+        # Plain `def` routes run on anyio's threads (40 by default): one per waiting model job, and the
+        # rest for pages, so a full queue never leaves a page without a thread.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = (
+            settings.max_waiting + settings.page_threads
+        )
         app.state.runtime = Runtime.load(settings, loaded)
         names = ", ".join(app.state.runtime.models)
         log.info("Attention Atlas (pid %d) serving: %s", os.getpid(), names)

@@ -32,7 +32,10 @@ class Settings(BaseSettings):
     parallel_runs: int = Field(default=2, ge=1)  # forward passes at once; more only fight for 2 cores
     torch_threads: int | None = Field(default=None, ge=1)  # per process; None: PyTorch's default
     host: str | None = None  # the address served (set by `python -m app`); loopback turns on the Host check
-    max_waiting: int = Field(default=32, ge=1)  # model jobs waiting (a class of 30 at once); more: 503
+    # Model jobs waiting, each on a request thread; more: 503. 64: a class of 50 (one request in flight
+    # each) is never refused; `page_threads` more request threads stay free for pages and files.
+    max_waiting: int = Field(default=64, ge=1)
+    page_threads: int = Field(default=32, ge=1)
     # Connections (app/protocol.py): seconds to send a whole request, idle seconds kept open after an
     # answer, seconds an answer may wait for a client that stopped reading, and open connections at most.
     request_timeout_s: float = Field(default=10.0, gt=0)

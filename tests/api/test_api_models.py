@@ -44,7 +44,7 @@ def test_api_models_lists_every_model_with_contract_fields(folders):
     assert llama["context_length"] == 64 and llama["max_tokens"] == 40
     assert body["limits"] == {"max_prompt_chars": 123, "max_tokens": 40, "max_cost_n": 4096,
                               "max_timing_n": 2048, "max_timing_bytes": 256 * 2**20,
-                              "max_request_bytes": 65536, "max_top_k": 7, "max_waiting": 32}  # fmt: skip
+                              "max_request_bytes": 65536, "max_top_k": 7, "max_waiting": 64}  # fmt: skip
 
 
 def test_api_models_census_counts_the_loaded_weights(folders):
