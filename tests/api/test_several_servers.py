@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import subprocess
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.servers import ROOT, run_app
+from tests.servers import ROOT, free_port, run_app, wait_until
 
 CONF = ROOT / "deploy" / "nginx.conf"
 REQUESTS = [
@@ -55,6 +57,52 @@ def test_the_shipped_nginx_config_is_valid(tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "test is successful" in run.stderr
+
+
+def nginx_conf(tmp_path, listen: int, ports: list[int]) -> Path:
+    """The shipped config with this test's ports (unprivileged, so no root is needed) and no access log."""
+    text = re.sub(r"listen 80\b", f"listen {listen}", CONF.read_text())
+    text = re.sub(r"server 127\.0\.0\.1:800\d[^;]*;\n", "", text)
+    servers = "".join(f"        server 127.0.0.1:{p};\n" for p in ports)
+    text = text.replace("        keepalive 32;", servers + "        keepalive 32;")
+    text = text.replace("http {", "http {\n    access_log off;", 1)
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(text)
+    return conf
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("nginx") is None, reason="nginx is not installed (it is not needed to run the app)"
+)
+def test_two_servers_behind_the_shipped_nginx_config_serve_a_student(tmp_path):
+    args = ["--model", "classroom", "--host", "127.0.0.1"]
+    with run_app(args, tmp_path / "a.log") as a, run_app(args, tmp_path / "b.log") as b:
+        listen = free_port()
+        conf = nginx_conf(tmp_path, listen, [a.port, b.port])
+        cmd = ["nginx", "-p", str(tmp_path), "-c", str(conf),
+               "-g", f"pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log; daemon off;"]  # fmt: skip
+        proxy = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        try:
+            url = f"http://127.0.0.1:{listen}"
+            wait_until(lambda: port_open(listen), lambda: proxy.poll() is None, "nginx")
+            school = {"host": "atlas.school.lan"}
+            page = httpx.get(url + "/", headers=school, timeout=30)
+            assert page.status_code == 200 and "Attention Atlas" in page.text
+            body = {"prompt": "Lily had a red ball. She gave it to", "top_k": 20}
+            via = httpx.post(url + "/api/trace", json=body, headers=school, timeout=60)
+            direct = httpx.post(a.url + "/api/trace", json=body, timeout=60)
+            assert via.status_code == 200 and via.content == direct.content
+            with pytest.raises(httpx.RemoteProtocolError):  # another name: closed without an answer
+                httpx.get(url + "/", headers={"host": "evil.example"}, timeout=30)
+        finally:
+            proxy.terminate()
+            proxy.wait(timeout=30)
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def test_the_nginx_config_matches_the_servers_limits():
