@@ -5,7 +5,8 @@
     python -m app export "prompt" [--model NAME_OR_PATH] [-o lesson.html]   (one offline HTML file)
 
 Before any worker starts, every model is loaded once here and the port is bound: a broken model or a
-busy port exits 1 with one sentence, last (the traceback too with --debug), for any number of workers.
+busy port exits 1 with one sentence, last (the traceback too with --debug), for any number of workers;
+so does a worker that fails while starting (app/serving.py). "ready" is printed once every worker serves.
 
 Flags reach the app through ATLAS_* environment variables (see app/settings.py), because with
 --workers > 1 uvicorn starts fresh processes that build the app from an import string.
@@ -23,7 +24,11 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
+from pydantic import ValidationError
+
 from app.middleware import is_loopback
+from app.serving import serve
+from app.settings import Settings
 from model import LanguageModel
 from model.loading import BUNDLED, ModelLoadError, bundled_path, load
 
@@ -115,6 +120,15 @@ def check_port(host: str, port: int, debug: bool) -> None:
              "Choose another with --port.", debug, e)  # fmt: skip
 
 
+def check_settings(debug: bool) -> Settings:
+    """The ATLAS_* variables every worker will read, checked here so a bad one is one sentence."""
+    try:
+        return Settings()
+    except ValidationError as e:
+        bad = "; ".join(f"ATLAS_{'_'.join(map(str, err['loc'])).upper()}: {err['msg']}" for err in e.errors())
+        fail(f"a setting from the environment is not valid ({bad}).", debug, e)
+
+
 def lan_address() -> str:
     """This machine's address on the local network, for students' browsers (no packet is sent)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -162,28 +176,32 @@ def main(argv: list[str] | None = None) -> None:
     ]
     os.environ["ATLAS_MODELS"] = json.dumps(models)
     os.environ["ATLAS_DEVICE"] = args.device
-    os.environ["ATLAS_URL"] = url
     os.environ["ATLAS_HOST"] = args.host
     # Each worker gets its share of the cores: 2 workers x 2 torch threads on 2 cores only fight.
     os.environ.setdefault("ATLAS_TORCH_THREADS", str(max(1, (os.cpu_count() or 1) // args.workers)))
+    settings = check_settings(args.debug)
     if not is_loopback(args.host):
         warn_public(args.host, args.port)
     print(f"Attention Atlas: loading {', '.join(args.models)} on {args.device}; then open {url}", flush=True)
     loaded = check_models(models, args.device, args.debug)
     check_port(args.host, args.port, args.debug)
+    names = ", ".join(lm.name for lm in loaded.values())
 
-    import uvicorn
+    def ready() -> None:
+        print(f"Attention Atlas is ready: open {url}  (models: {names})", flush=True)
 
     if args.workers == 1:
         # One process: serve the models just checked instead of loading each a second time (minutes
         # and gigabytes for a 7B checkpoint).
         from .main import create_app
-        from .settings import Settings
 
-        uvicorn.run(create_app(Settings(), loaded), host=args.host, port=args.port)
-        return
-    del loaded  # each worker process loads its own copy
-    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+        target = create_app(settings, loaded)
+    else:
+        del loaded  # each worker process loads its own copy
+        target = "app.main:create_app"
+    problem = serve(target, settings, args.host, args.port, args.workers, ready)
+    if problem:
+        fail(problem, args.debug)
 
 
 if __name__ == "__main__":

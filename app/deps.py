@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
+from contextvars import ContextVar
 from typing import Annotated
 
 import anyio.from_thread
 from fastapi import Depends, Query, Request, Response
 
-from .runtime import CALLER, Caller, Runtime
+from .runtime import CALLER, GZIP_MIN_BYTES, Answer, ByteLRU, Caller, Runtime
+
+# The cache whose gzip forms the current request may be sent; None when its client does not accept gzip.
+GZIP_FROM: ContextVar[ByteLRU | None] = ContextVar("atlas_gzip_from", default=None)
 
 
 def fairness_key(request: Request) -> str | None:
@@ -36,7 +40,9 @@ async def get_runtime(request: Request) -> Runtime:
     # async, so it runs in the request's own task: the context variable set here reaches the route's
     # thread (anyio copies the context into it) and so every `Runtime.run` the route makes.
     CALLER.set(Caller(fairness_key(request), lambda: disconnected(request)))
-    return request.app.state.runtime
+    runtime: Runtime = request.app.state.runtime
+    GZIP_FROM.set(runtime.cache if "gzip" in request.headers.get("accept-encoding", "") else None)
+    return runtime
 
 
 Rt = Annotated[Runtime, Depends(get_runtime)]
@@ -45,5 +51,11 @@ ModelName = Annotated[str | None, Query(description="A name from /api/models; em
 
 
 def json(body: bytes) -> Response:
-    """A handler's finished bytes (the response model's `model_dump_json()`), sent as they are."""
+    """A handler's finished bytes (the response model's `model_dump_json()`). A cached `Answer` goes to
+    a client that accepts gzip in the gzip form kept with it in the cache, compressed here on the
+    route's thread the first time; app/main.py's GZipMiddleware passes an encoded answer through."""
+    cache = GZIP_FROM.get()
+    if isinstance(body, Answer) and len(body) >= GZIP_MIN_BYTES and cache is not None:
+        headers = {"content-encoding": "gzip", "vary": "Accept-Encoding"}
+        return Response(cache.gzipped(body), media_type="application/json", headers=headers)
     return Response(body, media_type="application/json")

@@ -10,6 +10,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 import torch
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
@@ -21,9 +22,9 @@ from .anatomy import router as anatomy
 from .cost import router as cost
 from .deps import get_runtime
 from .heads import router as heads
-from .middleware import BodyLimit, HostCheck, SecurityHeaders, is_loopback
+from .middleware import BodyLimit, HostCheck, SecurityHeaders, SendInSlices, is_loopback
 from .position import router as position
-from .runtime import Runtime
+from .runtime import GZIP_LEVEL, GZIP_MIN_BYTES, Runtime
 from .settings import Settings, get_settings
 from .trace import router as trace
 
@@ -41,11 +42,14 @@ def create_app(settings: Settings | None = None, loaded: dict[str, LanguageModel
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.torch_threads:
             torch.set_num_threads(settings.torch_threads)
+        # Plain `def` routes run on anyio's threads (40 by default): one per waiting model job, and the
+        # rest for pages, so a full queue never leaves a page without a thread.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = (
+            settings.max_waiting + settings.page_threads
+        )
         app.state.runtime = Runtime.load(settings, loaded)
         names = ", ".join(app.state.runtime.models)
         log.info("Attention Atlas (pid %d) serving: %s", os.getpid(), names)
-        if settings.url:
-            print(f"Attention Atlas is ready: open {settings.url}  (models: {names})", flush=True)
         yield
         app.state.runtime.close()
 
@@ -66,13 +70,15 @@ def create_app(settings: Settings | None = None, loaded: dict[str, LanguageModel
     app.include_router(vendor.router)
     pages.mount_static(app)  # keep last
 
-    # Starlette runs the last-added middleware first: the security headers wrap every answer (the 400s
-    # and 413s of the checks below included; a 500 adds them itself, see errors.internal_error), a
-    # foreign Host is refused next, and oversized bodies are refused before anything reads them.
-    # gzip level 1: a 512-token trace shrinks ~10x for a third of level 5's CPU (classroom Wi-Fi, not localhost).
-    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
+    # Starlette runs the last-added middleware first: answers leave in slices (outermost, so it slices
+    # what gzip made), the security headers wrap every answer (the 400s and 413s of the checks below
+    # included; a 500 adds them itself, see errors.internal_error), a foreign Host is refused next, and
+    # oversized bodies are refused before anything reads them.
+    # Answers that are not cached (pages, timings) are compressed here; cached ones carry their own gzip.
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=GZIP_LEVEL)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
     if settings.host is not None and is_loopback(settings.host):
         app.add_middleware(HostCheck, host=settings.host)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(SendInSlices)
     return app

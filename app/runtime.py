@@ -14,6 +14,7 @@ AbortController cancels the old fetch, and now the old computation too).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -30,6 +31,7 @@ import torch
 from pydantic import BaseModel
 
 from labs.census import param_census
+from labs.cost import timing_cap
 from model import LanguageModel, load
 
 from .errors import BadInput, Busy, ClientGone, Replaced, UnknownModel
@@ -163,9 +165,37 @@ class ModelQueue:
             w.join()
 
 
+GZIP_MIN_BYTES = 2048  # smaller answers are sent as they are (app/main.py's GZipMiddleware: the same)
+GZIP_LEVEL = 1  # a 512-token trace shrinks ~10x for a third of level 5's CPU (classroom Wi-Fi)
+
+
+def compress(body: bytes) -> bytes:
+    """gzip at GZIP_LEVEL, with no timestamp: the same answer always compresses to the same bytes."""
+    return gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+class Answer(bytes):
+    """An answer's JSON bytes as cached, and its gzip form once a client accepting gzip asked for it
+    (`ByteLRU.gzipped`): compressed once per cached answer, not on every hit."""
+
+    key: str
+    gz: bytes | None = None
+
+    @classmethod
+    def of(cls, body: bytes, key: str) -> Answer:
+        answer = cls(body)
+        answer.key = key
+        return answer
+
+
+def stored_size(value: bytes) -> int:
+    return len(value) + len(getattr(value, "gz", None) or b"")
+
+
 class ByteLRU:
-    """Least-recently-used cache of bytes, bounded by the total size of its values. Thread-safe.
-    (cachetools' LRUCache with getsizeof=len would do, but it is not thread-safe and not installed.)"""
+    """Least-recently-used cache of bytes, bounded by the total size of its values (an `Answer`'s gzip
+    form included). Thread-safe. (cachetools' LRUCache with getsizeof would do, but it is not
+    thread-safe and not installed.)"""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
@@ -185,17 +215,34 @@ class ByteLRU:
             return value
 
     def put(self, key: str, value: bytes) -> None:
-        if len(value) > self.max_bytes:
+        if stored_size(value) > self.max_bytes:
             return  # larger than the whole budget: caching it would only evict everything else
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
-                self.size -= len(old)
+                self.size -= stored_size(old)
             self._items[key] = value
-            self.size += len(value)
-            while self.size > self.max_bytes:
-                _, evicted = self._items.popitem(last=False)
-                self.size -= len(evicted)
+            self.size += stored_size(value)
+            self._evict()
+
+    def gzipped(self, answer: Answer) -> bytes:
+        """`answer` gzipped: compressed the first time (on the caller's thread, never the event loop),
+        then kept with the answer, within the byte budget, while the answer is cached."""
+        gz = answer.gz
+        if gz is not None:
+            return gz
+        gz = compress(answer)
+        with self._lock:
+            if answer.gz is None and self._items.get(answer.key) is answer:
+                answer.gz = gz
+                self.size += len(gz)
+                self._evict()
+        return gz
+
+    def _evict(self) -> None:
+        while self.size > self.max_bytes:
+            _, evicted = self._items.popitem(last=False)
+            self.size -= stored_size(evicted)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -272,6 +319,9 @@ class Runtime:
         except ValueError as e:
             raise BadInput(str(e)) from None
 
+    def max_timing_n(self, lm: LanguageModel) -> int:
+        return timing_cap(lm.config, self.settings.max_timing_bytes, self.settings.max_cost_n)
+
     def check_top_k(self, k: int) -> None:
         if k > self.settings.max_top_k:
             raise BadInput(f"top_k is {k}; the limit is {self.settings.max_top_k}.")
@@ -284,6 +334,7 @@ class Runtime:
             "vocab_size": cfg.vocab_size, "context_length": cfg.context_length, "max_tokens": self.max_tokens(lm),
             "positional": cfg.positional, "norm": cfg.norm, "mlp": cfg.mlp_kind, "rope_base": cfg.rope_base,
             "rope_scale": cfg.rope_scale, "params": param_census(cfg), "has_card": lm.card is not None,
+            "max_timing_n": self.max_timing_n(lm),
         }  # fmt: skip
 
     def models_info(self) -> dict:
@@ -291,7 +342,8 @@ class Runtime:
         s = self.settings
         limits = {
             "max_prompt_chars": s.max_prompt_chars, "max_tokens": self.max_tokens(self.lm(None)),
-            "max_cost_n": s.max_cost_n, "max_request_bytes": s.max_request_bytes, "max_top_k": s.max_top_k,
+            "max_cost_n": s.max_cost_n, "max_timing_n": self.max_timing_n(self.lm(None)),
+            "max_timing_bytes": s.max_timing_bytes, "max_request_bytes": s.max_request_bytes, "max_top_k": s.max_top_k,
             "max_waiting": s.max_waiting,
         }  # fmt: skip
         models = [self.describe(lm) for lm in self.models.values()]
@@ -322,12 +374,12 @@ class Runtime:
                 if job.state == "waiting" and caller.gone() and self.queue.withdraw(job):
                     raise ClientGone("The client closed the connection before the model ran.") from None
 
-    def cached(self, kind: str, lm: LanguageModel, req: BaseModel, build: Callable[[], BaseModel]) -> bytes:
+    def cached(self, kind: str, lm: LanguageModel, req: BaseModel, build: Callable[[], BaseModel]) -> Answer:
         """JSON bytes of the response model `build()` returns, computed once per (kind, model, request)."""
         key = cache_key(kind, lm, req)
         body = self.cache.get(key)
         if body is None:
-            body = self.run(lambda: build().model_dump_json().encode(), kind)
+            body = Answer.of(self.run(lambda: build().model_dump_json().encode(), kind), key)
             self.cache.put(key, body)
         return body
 

@@ -22,6 +22,9 @@ class Settings(BaseSettings):
     max_prompt_chars: int = Field(default=4000, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)  # None: each model's context length
     max_cost_n: int = Field(default=4096, ge=1)  # cap for the cost experiment's sequence length
+    # Memory one timing may hold (labs.cost.timing_bytes): 256 MiB times the bundled model up to n = 2048;
+    # its n = 4096 would hold 1 GiB (+1.05 GB of RSS measured) on a server a whole class shares.
+    max_timing_bytes: int = Field(default=256 * 2**20, ge=2**20)
     max_request_bytes: int = Field(default=64 * 1024, ge=1024)
     max_top_k: int = Field(default=50, ge=1)
     lens_k: int = Field(default=5, ge=1, le=20)  # logit-lens tokens per layer and position
@@ -29,8 +32,16 @@ class Settings(BaseSettings):
     parallel_runs: int = Field(default=2, ge=1)  # forward passes at once; more only fight for 2 cores
     torch_threads: int | None = Field(default=None, ge=1)  # per process; None: PyTorch's default
     host: str | None = None  # the address served (set by `python -m app`); loopback turns on the Host check
-    url: str | None = None  # printed when the models are loaded (set by `python -m app`)
-    max_waiting: int = Field(default=32, ge=1)  # model jobs waiting (a class of 30 at once); more: 503
+    # Model jobs waiting, each on a request thread; more: 503. 64: a class of 50 (one request in flight
+    # each) is never refused; `page_threads` more request threads stay free for pages and files.
+    max_waiting: int = Field(default=64, ge=1)
+    page_threads: int = Field(default=32, ge=1)
+    # Connections (app/protocol.py): seconds to send a whole request, idle seconds kept open after an
+    # answer, seconds an answer may wait for a client that stopped reading, and open connections at most.
+    request_timeout_s: float = Field(default=10.0, gt=0)
+    keep_alive_s: int = Field(default=5, ge=1)
+    send_stall_s: float = Field(default=30.0, gt=0)
+    max_connections: int = Field(default=1000, ge=1)
 
 
 @lru_cache

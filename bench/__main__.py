@@ -1,4 +1,5 @@
-"""`python -m bench [capture|api|browser|load ...] [--full] [--threads N] [--n 16,128]`: run the
+"""`python -m bench [capture|api|browser|load|classroom ...] [--full] [--threads N] [--n 16,128]
+[--class-seconds S]`: run the
 benchmarks, print one table of ratios with the machine they ran on, and write the results to
 bench/results/<time>.json.
 
@@ -19,10 +20,10 @@ from pathlib import Path
 
 import torch
 
-from . import api, browser, capture, load
+from . import api, browser, capture, classroom, load
 from .machine import describe, describe_line
 
-PARTS = {"capture": capture, "api": api, "browser": browser, "load": load}
+PARTS = {"capture": capture, "api": api, "browser": browser, "load": load, "classroom": classroom}
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -34,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--threads", type=int, help="torch threads here and in the servers started (default: torch's)"
     )
     p.add_argument("--n", help="capture lengths, comma-separated (default: 16,64,128,256,512,1024)")
+    p.add_argument(
+        "--class-seconds", type=float, help="length of each simulated lesson (default 30, --full 60)"
+    )
     args = p.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be at least 1")
@@ -67,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         print(f"[bench] {name} ...", flush=True)
         try:
-            options = {"ns": args.n} if name == "capture" else {}
+            options = {"capture": {"ns": args.n}, "classroom": {"seconds": args.class_seconds}}.get(name, {})
             result = part.run(quick=not args.full, **options)
         except Exception:  # one broken part must not hide the others' numbers
             failed.append(name)

@@ -1,6 +1,7 @@
 """A class on one server: 50 concurrent clients posting `/api/trace` for 60 s against a real uvicorn,
 with 1 and then 2 worker processes. Throughput, latency, errors, and the server's resident memory
-(all its processes) after warm-up, at the peak and at the end.
+(all its processes) after warm-up, at the peak and at the end. A 503 with Retry-After (the model queue
+was full) is counted as "busy", not as an error, and waited out as a polite client would.
 
 Each client sends a different passage of about 50 tokens each time (a student's sentence), so the
 response cache never answers: this is the uncached worst case. Loops stop by themselves at the deadline.
@@ -36,7 +37,10 @@ async def client_loop(client: httpx.AsyncClient, prompts: list[str], start: int,
         try:
             r = await client.post("/api/trace", json={"prompt": prompt})
             ok = r.status_code == 200
-            if not ok:
+            if r.status_code == 503 and "retry-after" in r.headers:  # the queue was full: a polite refusal
+                out["busy"] += 1
+                await asyncio.sleep(float(r.headers["retry-after"]))
+            elif not ok:
                 out["errors"].append(f"HTTP {r.status_code}: {r.text[:200]}")
         except httpx.HTTPError as e:
             ok = False
@@ -54,7 +58,7 @@ async def sample_rss(pid: int, deadline: float, out: dict) -> None:
 
 
 async def hammer(url: str, pid: int, prompts: list[str], clients: int, seconds: float) -> dict:
-    out = {"latencies": [], "errors": [], "rss_timeline": []}
+    out = {"latencies": [], "errors": [], "busy": 0, "rss_timeline": []}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
         t0 = time.monotonic()
@@ -83,7 +87,7 @@ def one_setting(model: str, workers: int, seconds: float, clients: int, prompts:
     return {
         "workers": workers, "clients": clients, "seconds": seconds, "wall_s": res["wall_s"],
         "requests": len(lat), "throughput_rps": len(lat) / res["wall_s"], "errors": len(res["errors"]),
-        "error_examples": res["errors"][:5], "p50_ms": median(lat) * 1e3 if lat else None,
+        "busy_503": res["busy"], "error_examples": res["errors"][:5], "p50_ms": median(lat) * 1e3 if lat else None,
         "p99_ms": percentile(lat, 99) * 1e3 if lat else None, "rss_start_mib": rss_start / 2**20,
         "rss_peak_mib": max([m for _, m in res["rss_timeline"]] + [rss_end / 2**20]), "rss_end_mib": rss_end / 2**20,
         "rss_mid_mib": mid_run_rss(res["rss_timeline"]), "rss_timeline_mib": res["rss_timeline"],
@@ -110,11 +114,11 @@ def table(result: dict) -> list[str]:
     lines = [f"Load: concurrent clients posting /api/trace (~{result['prompt_words']} words each, all different), "
              f"{result['model']}",
              f"{'workers':>7} {'clients':>7} {'s':>4} {'requests':>8} {'req/s':>6} {'p50 ms':>8} {'p99 ms':>8} "
-             f"{'errors':>6} {'RSS start':>9} {'mid':>6} {'end MiB':>7}"]  # fmt: skip
+             f"{'errors':>6} {'busy':>5} {'RSS start':>9} {'mid':>6} {'end MiB':>7}"]  # fmt: skip
     for r in result["rows"]:
         lines.append(
             f"{r['workers']:>7} {r['clients']:>7} {r['seconds']:>4.0f} {r['requests']:>8} {r['throughput_rps']:>6.1f} "
-            f"{r['p50_ms'] or float('nan'):>8.0f} {r['p99_ms'] or float('nan'):>8.0f} {r['errors']:>6} "
+            f"{r['p50_ms'] or float('nan'):>8.0f} {r['p99_ms'] or float('nan'):>8.0f} {r['errors']:>6} {r.get('busy_503', 0):>5} "
             f"{r['rss_start_mib']:>9.0f} {r['rss_mid_mib'] or float('nan'):>6.0f} {r['rss_end_mib']:>7.0f}"
         )
     return lines
@@ -125,7 +129,8 @@ def verdicts(result: dict) -> list[str]:
     for r in result["rows"]:
         second_half = r["rss_end_mib"] - (r["rss_mid_mib"] or r["rss_start_mib"])
         out.append(
-            f"load target ({r['workers']} worker(s)): {r['errors']} errors ({'met' if r['errors'] == 0 else 'MISSED'}); "
+            f"load target ({r['workers']} worker(s)): {r['errors']} errors ({'met' if r['errors'] == 0 else 'MISSED'}), "
+            f"{r.get('busy_503', 0)} busy (503 + Retry-After, waited out); "
             f"memory {r['rss_start_mib']:.0f} -> {r['rss_mid_mib'] or 0:.0f} (half-way) -> {r['rss_end_mib']:.0f} MiB, "
             f"{second_half:+.0f} MiB in the second half"
         )

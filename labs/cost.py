@@ -255,6 +255,18 @@ def _no_grad(module: torch.nn.Module, x: torch.Tensor) -> None:
         torch.cuda.synchronize()
 
 
+def timing_bytes(cfg: ModelConfig, n: int) -> int:
+    """What timing attention at n holds at once: every head's n x n scores and as many probabilities,
+    in float32 (the explicit path materialises both; the rest of a block is O(n))."""
+    return 2 * cfg.n_head * n * n * BYTES["fp32"]
+
+
+def timing_cap(cfg: ModelConfig, max_bytes: int, cap: int) -> int:
+    """The largest n of the ladder up to `cap` whose timing fits in `max_bytes` (0 if none does)."""
+    fits = [n for n in ladder(cap) if timing_bytes(cfg, n) <= max_bytes]
+    return fits[-1] if fits else 0
+
+
 def time_attention(net: torch.nn.Module, cap: int, repeats: int = 3, budget_s: float = 8.0,
                    clock: Callable[[], float] = time.perf_counter) -> dict:  # fmt: skip
     timing = measure(model_series(net), ladder(cap), repeats, budget_s, clock)

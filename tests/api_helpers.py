@@ -4,10 +4,12 @@ A real server (child process or thread): tests/servers.py."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import torch
 from fastapi.testclient import TestClient
 
@@ -33,3 +35,21 @@ def client_for(*models: Path | str, **settings) -> Iterator[TestClient]:
     app = create_app(Settings(models=[str(m) for m in models], **settings))
     with TestClient(app) as client:  # `with` runs the real lifespan: models load from disk
         yield client
+
+
+def max_length_prompt(url: str) -> str:
+    """Words enough for the server's `max_tokens`, found from the 422 that names the token count."""
+    with httpx.Client(base_url=url, timeout=60) as http:
+        limit = http.get("/api/models").json()["limits"]["max_tokens"]
+        words = ("Once upon a time a little girl named Lily found a red ball in the park " * 40).split()
+        count = len(words)
+        for _ in range(6):
+            prompt = " ".join(words[:count])
+            r = http.post("/api/trace", json={"prompt": prompt, "top_k": 1})
+            if r.status_code == 200 and r.json()["n"] >= limit - 8:
+                return prompt
+            tokens = (
+                int(re.search(r"is (\d+) tokens", r.text).group(1)) if r.status_code == 422 else r.json()["n"]
+            )
+            count = min(len(words), int(count * (limit - 2) / tokens))
+    raise AssertionError(f"no prompt of about {limit} tokens found")

@@ -80,10 +80,13 @@ class AppProcess:
 
 
 @contextmanager
-def run_app(args: list[str], log: Path, stop: int = signal.SIGTERM) -> Iterator[AppProcess]:
-    """`python -m app ARGS --port P`; on leaving, sends `stop` and waits, so the log is complete."""
+def run_app(
+    args: list[str], log: Path, stop: int = signal.SIGTERM, env: dict[str, str] | None = None
+) -> Iterator[AppProcess]:
+    """`python -m app ARGS --port P`; on leaving, sends `stop` and waits, so the log is complete.
+    `env`: ATLAS_* settings for this server (the shell's own are never passed on)."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}, **(env or {})}
     with log.open("w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "app", *args, "--port", str(port)],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from labs.cost import cost_report, time_attention
+from labs.cost import cost_report, time_attention, timing_cap
 
 from ..errors import BadInput
 from ..exclusive import exclusive
@@ -27,9 +27,12 @@ def timing(rt: Runtime, req: TimingRequest) -> bytes:
     another runs, a 503 "try again in N s" at once."""
     lm = rt.lm(req.model)
     cap = rt.settings.max_cost_n
-    max_n = req.max_n or min(TIMING_DEFAULT_N, cap)
+    fits = timing_cap(lm.config, rt.settings.max_timing_bytes, cap)
+    max_n = req.max_n or min(TIMING_DEFAULT_N, fits)
     if max_n > cap:
         raise BadInput(f"max_n is {max_n}; this server times attention up to n = {cap} (limits.max_cost_n).")
+    if max_n > fits:
+        raise BadInput(text.too_much_memory(lm.config, lm.name, max_n, rt.settings.max_timing_bytes, fits))
     with exclusive("timing", hold_s=TIMING_BUDGET_S + 2):
         r = rt.run(lambda: time_attention(lm.net, max_n, req.repeats, TIMING_BUDGET_S), "timing")
     t, fits = r["timing"], r["fits"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from labs.cost import SMALL_N_EXPONENT
+from labs.cost import SMALL_N_EXPONENT, timing_bytes
+from model.config import ModelConfig
 
 
 def timing_sentence(fits: dict, ns: list[int]) -> str:
@@ -21,6 +22,16 @@ def timing_sentence(fits: dict, ns: list[int]) -> str:
             " running on this server at the same time. Measure up to a larger n, or again."
         )
     return sentence
+
+
+def too_much_memory(cfg: ModelConfig, name: str, n: int, max_bytes: int, fits: int) -> str:
+    mib = 2**20
+    return (
+        f"Timing n = {n:,} would hold {timing_bytes(cfg, n) / mib:,.0f} MiB at once ({cfg.n_head} heads x "
+        f"{n:,}² scores and as many probabilities, 4 bytes each); one measurement may use "
+        f"{max_bytes / mib:,.0f} MiB on this shared server (limits.max_timing_bytes), so model {name!r} is "
+        f"timed up to n = {fits:,}. The arithmetic above covers any n."
+    )
 
 
 def human_bytes(b: float) -> str:

@@ -83,12 +83,17 @@ class ModelInfo(Strict):
     rope_scale: float
     params: Params
     has_card: bool
+    max_timing_n: int = Field(
+        description="Largest n the cost lab times for this model (limits.max_timing_bytes)."
+    )
 
 
 class Limits(Strict):
     max_prompt_chars: int
     max_tokens: int = Field(description="Longest prompt in tokens for the default model (see each model).")
     max_cost_n: int
+    max_timing_n: int = Field(description="Largest timed n for the default model within max_timing_bytes.")
+    max_timing_bytes: int = Field(description="Memory one cost timing may hold (heads x n² x 4 bytes x 2).")
     max_request_bytes: int
     max_top_k: int
     max_waiting: int = Field(description="Model jobs that may wait per worker; beyond, 503 with Retry-After.")

@@ -182,3 +182,17 @@ def test_api_cost_openapi_documents_examples(client):
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     for name in ("CostBody", "TimingRequest", "AnatomyRequest"):
         assert schemas[name]["examples"], name
+
+
+def test_api_cost_timing_beyond_the_memory_bound_is_refused_with_a_sentence(tiny_folder):
+    # 4 heads x n² x 4 bytes x 2 <= 1 MiB: the tiny model is timed up to n = 128.
+    with client_for(tiny_folder, cache_bytes=0, max_cost_n=4096, max_timing_bytes=2**20) as c:
+        info = c.get("/api/models").json()
+        assert info["limits"]["max_timing_n"] == info["models"][0]["max_timing_n"] == 128
+        r = c.post("/api/cost/timing", json={"max_n": 256, "repeats": 1})
+        assert r.status_code == 422
+        assert (
+            "2 MiB at once (4 heads x 256² scores" in r.json()["detail"]
+            and "up to n = 128" in r.json()["detail"]
+        )
+        assert c.post("/api/cost/timing", json={"repeats": 1}).json()["ns"][-1] == 128  # the default fits

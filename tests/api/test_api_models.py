@@ -10,7 +10,7 @@ from model.loading import load
 from tests.api_helpers import client_for, save_tiny
 
 FIELDS = {"name", "arch", "n_layer", "n_head", "n_kv_head", "d_model", "d_ff", "head_dim", "vocab_size",
-          "context_length", "positional", "norm", "mlp", "rope_base", "rope_scale", "params", "has_card"}  # fmt: skip
+          "context_length", "positional", "norm", "mlp", "rope_base", "rope_scale", "params", "has_card", "max_timing_n"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,8 @@ def test_api_models_lists_every_model_with_contract_fields(folders):
     assert llama["has_card"] and not gpt2["has_card"]
     assert llama["context_length"] == 64 and llama["max_tokens"] == 40
     assert body["limits"] == {"max_prompt_chars": 123, "max_tokens": 40, "max_cost_n": 4096,
-                              "max_request_bytes": 65536, "max_top_k": 7, "max_waiting": 32}  # fmt: skip
+                              "max_timing_n": 2048, "max_timing_bytes": 256 * 2**20,
+                              "max_request_bytes": 65536, "max_top_k": 7, "max_waiting": 64}  # fmt: skip
 
 
 def test_api_models_census_counts_the_loaded_weights(folders):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.client
 import json
 import random
-import re
 import socket
 import threading
 import time
@@ -20,6 +19,7 @@ from collections import Counter
 import httpx
 import pytest
 
+from tests.api_helpers import max_length_prompt
 from tests.servers import run_app
 
 pytestmark = pytest.mark.slow
@@ -67,24 +67,6 @@ def timing_client(url: str, stop: threading.Event, statuses: Counter, lock: thre
         with lock:
             statuses[key] += 1
         stop.wait(random.uniform(8, 12))
-
-
-def max_length_prompt(url: str) -> str:
-    """Words enough for the server's `max_tokens`, found from the 422 that names the token count."""
-    with httpx.Client(base_url=url, timeout=60) as http:
-        limit = http.get("/api/models").json()["limits"]["max_tokens"]
-        words = ("Once upon a time a little girl named Lily found a red ball in the park " * 40).split()
-        count = len(words)
-        for _ in range(6):
-            prompt = " ".join(words[:count])
-            r = http.post("/api/trace", json={"prompt": prompt, "top_k": 1})
-            if r.status_code == 200 and r.json()["n"] >= limit - 8:
-                return prompt
-            tokens = (
-                int(re.search(r"is (\d+) tokens", r.text).group(1)) if r.status_code == 422 else r.json()["n"]
-            )
-            count = min(len(words), int(count * (limit - 2) / tokens))
-    raise AssertionError(f"no prompt of about {limit} tokens found")
 
 
 def abandon(url: str, prompts: list[str]) -> None:

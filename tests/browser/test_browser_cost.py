@@ -61,7 +61,7 @@ def test_cost_measure_while_another_measurement_runs_says_busy_in_words(live_ser
     page.select_option("#timing-max", "256")
     with httpx.Client(base_url=live_server, timeout=SLOW_MS / 1000) as http, ThreadPoolExecutor(1) as pool:
         for _ in range(5):
-            other = pool.submit(http.post, "/api/cost/timing", json={"max_n": 4096, "repeats": 7})
+            other = pool.submit(http.post, "/api/cost/timing", json={"max_n": 2048, "repeats": 7})
             time.sleep(0.5)  # ours reaches the lock in milliseconds, then measures for seconds
             if other.done():
                 continue

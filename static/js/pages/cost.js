@@ -180,12 +180,15 @@ async function measure() {
   }
 }
 
-// The timing ladder's top: powers of two up to the server's limit, 2,048 by default (a few seconds on
-// 2 CPU cores; every doubling costs about 4x more).
+// The timing ladder's top: powers of two up to what the server times for this model (its memory
+// bound: heads x n² x 4 bytes x 2), 2,048 by default (a few seconds on 2 CPU cores; every doubling
+// costs about 4x more).
 async function fillTimingMax() {
   let cap = 2048;
   try {
-    cap = (await api.getModels()).limits.max_cost_n;
+    const info = await api.getModels();
+    const model = info.models.find((m) => m.name === (store.get().model || info.default));
+    cap = model ? model.max_timing_n : info.limits.max_timing_n;
   } catch {
     // keep 2,048: the server answers 422 with its real limit if that is too much
   }
