@@ -45,7 +45,7 @@ export function renderBlock(root, data, layer, pos) {
     rows.push(rail, branch);
   };
   const gqa = c.n_kv_head < c.n_head ? `, ${c.n_kv_head} K/V heads shared in groups of ${c.n_head / c.n_kv_head}` : "";
-  row(railBox("bd-x", [[`x in: layer ${layer}`, ""], [`|x| = ${v2(v[0])}`, "v"], [shape(s.x), "bd-shape"]]),
+  row(railBox("bd-x", [[`x in: L${layer}`, ""], [`|x| = ${v2(v[0])}`, "v"], [shape(s.x), "bd-shape"]]),
     step("norm", `normalise (${data.norm})`, `rescale each token's vector · ${shape(s.x)}`, v[1], "|out|"));
   row(null, step("attn", `multi-head attention: ${c.n_head} heads of ${c.head_dim}${gqa}`,
     `tokens talk to each other · Q ${shape(s.q)}, K and V ${shape(s.k)}, scores ${shape(s.scores)}`, v[2], "|wrote|"));
@@ -56,7 +56,7 @@ export function renderBlock(root, data, layer, pos) {
     `each token thinks alone · hidden ${shape(s.ff_hidden)}`, v[5], "|wrote|"));
   row(railBox("bd-add", [["( + )", ""], [`|x| = ${v2(v[6])}`, "v"]]),
     el("p", "bd-addnote", `x + feed-forward's output, passed on to ${
-      layer + 1 < c.n_layer ? `block ${layer + 2} (layer ${layer + 1})` : "the final normalise"}`));
+      layer + 1 < c.n_layer ? `block L${layer + 1}` : "the final normalise"}`));
   root.replaceChildren(...rows);
 }
 
