@@ -7,7 +7,7 @@ def test_char_groups_join_the_bytes_of_one_character(tokenizer):
     ids = tokenizer.encode("a🙂b é 中")
     displays = tokenizer.displays(ids)
     groups = tokenizer.char_groups(ids)
-    assert [g.text for g in groups] == ["🙂", "é", "中"] or {"🙂", "é", "中"} <= {g.text for g in groups}
+    assert [g.text for g in groups] == ["🙂", "é", "中"]
     for g in groups:
         assert g.end - g.start >= 2
         assert g.pieces == displays[g.start : g.end]
