@@ -11,7 +11,7 @@ import math
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from .middleware import SECURITY_HEADERS
@@ -104,10 +104,16 @@ def unreadable_body(cause: BaseException | None) -> str | None:
     return None
 
 
-async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+async def http_error(request: Request, exc: HTTPException) -> Response:
     why = unreadable_body(exc.__cause__) if exc.status_code == 400 else None
     if why is not None:
         return JSONResponse({"detail": why}, status_code=422)
+    if exc.status_code == 404:
+        from .pages import not_found_page  # pages -> deps -> runtime -> errors: import at call time
+
+        page = not_found_page(request)
+        if page is not None:
+            return page
     return await http_exception_handler(request, exc)
 
 

@@ -55,6 +55,20 @@ for p in PAGES:
     router.add_api_route(p.path, page_route(p.template), methods=["GET", "HEAD"], response_class=HTMLResponse)
 
 
+# Paths a program calls: their 404 stays JSON ({"detail": ...}); any other path is a page someone typed.
+NOT_PAGES = ("/api/", "/static/", "/docs", "/openapi.json", "/redoc")
+
+
+def not_found_page(request: Request) -> HTMLResponse | None:
+    """The HTML 404 for a mistyped page address (with the nav, so the reader can go on), or None for
+    an API or static path, whose callers read JSON."""
+    path = request.url.path
+    if request.method not in ("GET", "HEAD") or path.startswith(NOT_PAGES):
+        return None
+    context = {"page": "not-found", "path": path}
+    return templates.TemplateResponse(request, "404.html", context, status_code=404)
+
+
 def mount_static(app: FastAPI) -> None:
     """Last, after every route: the mount would otherwise shadow /static/vendor/* routes."""
     app.mount("/static", StaticFiles(directory=ROOT / "static", check_dir=False), name="static")

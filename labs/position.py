@@ -238,10 +238,26 @@ def match_tokens(ids_a: Sequence[int], ids_b: Sequence[int]) -> list[int]:
     return [slots[t].pop(0) for t in ids_a]
 
 
-def default_focus(match: Sequence[int]) -> int:
-    """The token that stays in place nearest the middle ("bites"): its own position is identical in
-    both prompts, so any change comes from where the other words went."""
+def is_whole_word(tokens: Sequence[str], i: int) -> bool:
+    """Token i (display strings, "·" is a space) is a word on its own: it starts a word, the next token
+    starts another one (or punctuation, or the end), and it has a letter. "·dog" is; "·b" of "·b ites" is not."""
+    starts = i == 0 or tokens[i].startswith("·")
+    ends = i + 1 == len(tokens) or tokens[i + 1].startswith("·") or not tokens[i + 1][:1].isalnum()
+    return starts and ends and any(c.isalpha() for c in tokens[i])
+
+
+def default_focus(match: Sequence[int], tokens: Sequence[str] | None = None) -> int:
+    """A whole word that stays in place, nearest the middle and after token 0 (which sees only itself):
+    its own position is identical in both prompts, so any change comes from where the other words went.
+    Without such a word, the first whole word; without tokens (or words), the in-place token nearest
+    the middle."""
     n = len(match)
+    words = [i for i in range(n) if tokens is None or is_whole_word(tokens, i)]
+    fixed = [i for i in words if match[i] == i and (i > 0 or n == 1)]
+    if fixed:
+        return min(fixed, key=lambda i: (abs(i - (n - 1) / 2), i))
+    if tokens is not None and words:
+        return words[0]
     fixed = [i for i in range(n) if match[i] == i]
     return min(fixed, key=lambda i: (abs(i - (n - 1) / 2), i)) if fixed else n // 2
 
@@ -252,7 +268,7 @@ def compare_orders(
     ids_a, ids_b = lm.ids_of(prompt_a), lm.ids_of(prompt_b)
     match = match_tokens(ids_a, ids_b)
     if focus is None:
-        focus = default_focus(match)
+        focus = default_focus(match, lm.tokenizer.displays(ids_a))
     if not 0 <= focus < len(ids_a):
         raise ValueError(f"focus {focus} is out of range: the first prompt has {len(ids_a)} tokens")
     out = []

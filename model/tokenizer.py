@@ -9,12 +9,25 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from tokenizers import Tokenizer as HFTokenizer
 
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+UTF8_MAX_BYTES = 4  # the longest UTF-8 character: a run of byte tokens longer than this never completes one
+
+
+@dataclass(frozen=True)
+class CharGroup:
+    """Tokens start..end-1 (end exclusive) that are each only part of a character and together spell
+    `text`: an emoji split into its four UTF-8 bytes, say. `pieces` are the tokens' own display strings."""
+
+    start: int
+    end: int
+    text: str
+    pieces: list[str]
 
 
 @lru_cache(maxsize=1)
@@ -98,3 +111,41 @@ class Tokenizer:
 
     def displays(self, ids: list[int]) -> list[str]:
         return [self.display(i) for i in ids]
+
+    def char_groups(self, ids: list[int]) -> list[CharGroup]:
+        """Runs of tokens whose bytes only decode together (byte-level BPE splits "🙂" into 4 tokens),
+        with the text they spell, so a page can show the character instead of <F0><9F><99><82>."""
+        raw = [self.token_bytes(i) for i in ids]
+        groups = []
+        i = 0
+        while i < len(ids):
+            end = _completing_run(raw, i)
+            if end is None:
+                i += 1
+                continue
+            text = make_visible(b"".join(raw[i:end]).decode("utf-8"))
+            groups.append(CharGroup(i, end, text, [self.display(t) for t in ids[i:end]]))
+            i = end
+        return groups
+
+
+def _completing_run(raw: list[bytes], start: int) -> int | None:
+    """The end of the shortest run raw[start:end] (2+ tokens, the first not text on its own) that
+    decodes as UTF-8; None if there is none within a character's length."""
+    if _decodes(raw[start]):
+        return None
+    joined = raw[start]
+    for end in range(start + 1, min(len(raw), start + UTF8_MAX_BYTES) + 1):
+        if end > start + 1:
+            joined += raw[end - 1]
+            if _decodes(joined):
+                return end
+    return None
+
+
+def _decodes(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -24,7 +24,7 @@ def step_text(step: Step, cfg: ModelConfig) -> tuple[str, str | None]:
         "embed": ("embedding lookup", f"row of a [{V} x {D}] matrix per id"),
         "positions": ("+ learned positions", f"row of a [{cfg.context_length} x {D}] matrix"),
         "block": (
-            f"transformer block {(step.layer or 0) + 1}",
+            f"transformer block L{step.layer or 0}",  # L0, L1, ...: the names every page uses
             "norm, attention, add, norm, feed-forward, add",
         ),
         "final_norm": ("final normalise", cfg.norm),

@@ -95,7 +95,7 @@ def word_order(rt: Runtime, req: WordOrderRequest) -> bytes:
         match = match_tokens(ids_a, ids_b)
     except ValueError as e:
         raise BadInput(text.token_mismatch(lm, ids_a, ids_b)) from e
-    focus = default_focus(match) if req.focus is None else req.focus
+    focus = default_focus(match, lm.tokenizer.displays(ids_a)) if req.focus is None else req.focus
     if focus >= len(ids_a):
         raise BadInput(
             f"focus {focus} is outside the first sentence's {len(ids_a)} tokens (0-{len(ids_a) - 1})."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from labs.predict import temper, top_k
 from labs.roles.registry import head_scores
+from labs.showcase import showcase_head
 from model import act_name
 
 from ..errors import BadInput
@@ -35,8 +36,11 @@ def trace(rt: Runtime, req: TraceRequest) -> bytes:
     def build() -> TraceResponse:
         t = lm.trace(ids, position=req.position, causal=req.causal, ablate=ablate, lens_k=rt.settings.lens_k)
         top_ids, top_p = top_k(t.logits, req.top_k, req.temperature)
+        show = showcase_head(t.attention)
         return TraceResponse(
             model=lm.name, n=len(ids), tokens=t.tokens, token_ids=ids,
+            groups=[vars(g) for g in lm.tokenizer.char_groups(ids)],
+            showcase=show and {"layer": show.layer, "head": show.head, "score": round(show.score, 4)},
             attention=encode_attention(t.attention, req.causal),
             resid={"stages": t.stage_names, "norms": rounded(t.resid_norms, 4)},
             writes={"attn": rounded(t.attn_write_norms, 4), "mlp": rounded(t.mlp_write_norms, 4)},

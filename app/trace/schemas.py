@@ -128,11 +128,34 @@ class Lens(Strict):
     probs: list[list[list[float]]]
 
 
+class CharGroup(Strict):
+    start: int = Field(description="First token of the run.")
+    end: int = Field(description="One past its last token.")
+    text: str = Field(description="The character(s) the run's bytes spell, as a display string.")
+    pieces: list[str] = Field(description="Each token's own display string, e.g. <F0>, <9F>, <99>, <82>.")
+
+
+class Showcase(Strict):
+    layer: int
+    head: int
+    score: float = Field(
+        description="Mean over queries i >= 2 of the largest weight on one key j with 0 < j < i "
+        "(labs/showcase.py): the head that most sharply picks out one earlier token."
+    )
+
+
 class TraceResponse(Strict):
     model: str
     n: int
     tokens: list[str]
     token_ids: list[int]
+    groups: list[CharGroup] = Field(
+        description="Runs of tokens that are each part of one character (an emoji's UTF-8 bytes), with "
+        "the character they spell; tokens not listed are text on their own."
+    )
+    showcase: Showcase | None = Field(
+        description="The head to open first on this prompt; null for fewer than 3 tokens."
+    )
     attention: AttentionPayload
     resid: Resid
     writes: Writes

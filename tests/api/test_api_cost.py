@@ -145,7 +145,7 @@ def test_api_anatomy_pipeline_shapes(client):
     n = body["n"]
     steps = body["pipeline"]
     names = [s["name"] for s in steps]
-    assert names == ["token ids", "embedding lookup", "transformer block 1", "transformer block 2",
+    assert names == ["token ids", "embedding lookup", "transformer block L0", "transformer block L1",
                      "final normalise", "output layer (unembedding)", "softmax"]  # fmt: skip
     assert [s["shape"] for s in steps] == [[n], [n, 32], [n, 32], [n, 32], [n, 32], [n, 300], [n, 300]]
     assert steps[0]["ids"] == body["token_ids"]

@@ -149,3 +149,17 @@ def test_api_responses_are_cached_by_content(folder):
         assert a == b and a != c
         assert (cache.hits, cache.misses, len(cache)) == (1, 2, 2)
         assert cache.size == len(a) + len(c)
+
+
+def test_trace_groups_byte_tokens_and_names_a_head_to_open(client, lm):
+    from labs.showcase import showcase_head
+
+    body = post(client, "/api/trace", prompt="a 🙂 b")
+    groups = body["groups"]
+    assert [g["text"] for g in groups] == ["🙂"]
+    g = groups[0]
+    assert "".join(body["tokens"][g["start"] : g["end"]]) == "".join(g["pieces"])
+    show, want = body["showcase"], showcase_head(lm.trace("a 🙂 b").attention)
+    assert (show["layer"], show["head"]) == (want.layer, want.head)
+    assert show["score"] == pytest.approx(want.score, abs=1e-4)
+    assert post(client, "/api/trace", prompt="a")["showcase"] is None  # fewer than 3 tokens

@@ -194,7 +194,7 @@ def test_anatomy_token_and_layer_choice_redraw(live_server, page, models_info):
     page.click("#tokens .tok >> nth=0")
     expect(page.locator("#block-title")).to_contain_text("token 0", timeout=SLOW_MS)
     page.click(f"#layer-pick [data-layer='{L - 1}']")
-    expect(page.locator("#block-title")).to_contain_text(f"layer {L - 1}", timeout=SLOW_MS)
+    expect(page.locator("#block-title")).to_contain_text(f"Block L{L - 1}", timeout=SLOW_MS)
     assert page.locator("#block-diagram").text_content() != before
     assert f"layer={L - 1}" in page.url and "pos=0" in page.url
     assert page.locator(f"#pipeline [data-layer='{L - 1}']").get_attribute("aria-current") == "true"

@@ -240,6 +240,8 @@ def test_explorer_back_restores_previous_prompt(live_server, page):
 def test_explorer_keyboard_moves_and_opens_heads(live_server, page):
     open_explorer(page, live_server, prompt="The cat sat on the mat")
     page.wait_for_selector("#tokens .tok")
+    page.wait_for_function("() => new URLSearchParams(location.search).has('layer')")  # the first head opened
+    opened = (query_of(page)["layer"], query_of(page)["head"])
     page.locator('#head-grid .thumb[data-layer="0"][data-head="0"]').focus()
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
@@ -250,7 +252,7 @@ def test_explorer_keyboard_moves_and_opens_heads(live_server, page):
         )
         == "1,2"
     )
-    assert "layer" not in query_of(page)  # moving does not open
+    assert (query_of(page)["layer"], query_of(page)["head"]) == opened  # moving does not open
     page.keyboard.press("Enter")
     page.wait_for_function(
         "() => document.querySelector('#detail-title').textContent.startsWith('Layer 1, head 2')"
@@ -278,6 +280,7 @@ def test_explorer_append_token_runs_again(live_server, page):
     assert query_of(page)["prompt"] == grown
     # Choosing another bar changes what will be appended.
     wait_plot(page, "#next-plot")
+    page.locator("#next-plot").scroll_into_view_if_needed()  # below the open head: click where it is
     second = api_trace(live_server, grown)["predictions"][-1]["top"][1]["token"]
     # Anywhere on a bar's row counts (bars of unlikely tokens are only a few pixels long).
     bar = page.locator("#next-plot .point path").nth(1).bounding_box()

@@ -172,3 +172,15 @@ def test_command_line_prints_every_condition(tmp_path, capsys):
     main(["--model", str(save_tiny(tmp_path / "tiny")), "--prompt", "The dog bites the man."])
     out = capsys.readouterr().out
     assert out.count("position off causal off") == 3 and "reverse [" in out and "swap [" in out
+
+
+def test_default_focus_is_a_whole_word_that_stays_in_place():
+    from labs.position import default_focus, is_whole_word
+
+    tokens = ["The", "·dog", "·b", "ites", "·the", "·man", "."]
+    match = [0, 5, 2, 3, 4, 1, 6]  # "The man bites the dog."
+    assert not is_whole_word(tokens, 2) and not is_whole_word(tokens, 3)  # "·b" + "ites"
+    assert is_whole_word(tokens, 1) and not is_whole_word(tokens, 6)  # a word; punctuation is not
+    assert tokens[default_focus(match, tokens)] == "·the"  # in place, a word, nearest the middle
+    # No whole word stays in place: the first whole word.
+    assert default_focus([1, 0], ["·dog", "·cat"]) == 0

@@ -21,3 +21,25 @@ export function fmtWords(x) {
 }
 
 export const fmtRatio = (x) => (x >= 10 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toPrecision(2));
+
+// A measured number a class can read on a projector: plain decimals from 0.001 up ("0.79", "10.0",
+// "1,234"), and below that engineering notation in plain text ("24 × 10⁻⁹"), never "7.9e-1".
+const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+export function fmtMeasured(v, digits = 2) {
+  if (v === 0) return "0";
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a >= 1000) return Math.round(v).toLocaleString("en-US");
+  if (a >= 0.001) {
+    const decimals = Math.max(0, digits - 1 - Math.floor(Math.log10(a)));
+    return v.toFixed(Math.min(decimals, 6));
+  }
+  let exp = 3 * Math.floor(Math.log10(a) / 3);
+  let m = Number((v / 10 ** exp).toPrecision(digits));
+  if (Math.abs(m) >= 1000) {
+    m /= 1000;
+    exp += 3;
+  }
+  const sup = String(exp).replace(/[-0-9]/g, (c) => SUPERSCRIPT[c]);
+  return `${m} × 10${sup}`;
+}

@@ -45,13 +45,22 @@ function chosen() {
 
 async function load() {
   const st = store.get();
-  const prompt = st.prompt || ui.prompt.dataset.default;
+  const prompt = st.prompt ?? ui.prompt.dataset.default;
+  if (!prompt.trim()) {
+    // Say so, and dim what is left, instead of quietly showing another prompt's numbers.
+    anatomyRequests.cancel();
+    showError(ui.promptError, "The prompt is empty: type one to see its numbers flow through the model.");
+    ui.status.textContent = current ? "Showing the last prompt (dimmed)." : "";
+    document.body.classList.toggle("stale", Boolean(current));
+    return;
+  }
   ui.status.textContent = "Running the model…";
   const r = await anatomyRequests.run((signal) => api.anatomy({ prompt, model: st.model || null }, { signal }));
   if (!r) return;
   showError(ui.promptError, r.error?.message);
+  document.body.classList.toggle("stale", Boolean(r.error && current));
   if (r.error) {
-    ui.status.textContent = current ? "Showing the last prompt that worked." : "";
+    ui.status.textContent = current ? "Showing the last prompt that worked (dimmed)." : "";
     return;
   }
   const data = r.data;
@@ -80,7 +89,7 @@ function drawLayerButtons() {
       b.type = "button";
       b.className = "chip";
       b.dataset.layer = String(i);
-      b.textContent = String(i);
+      b.textContent = `L${i}`;
       b.addEventListener("click", () => store.set({ layer: i }));
       return b;
     });
@@ -94,7 +103,7 @@ function drawChosen() {
   for (const b of ui.layers.querySelectorAll("[data-layer]")) {
     b.setAttribute("aria-pressed", String(Number(b.dataset.layer) === layer));
   }
-  ui.blockTitle.textContent = `Block ${layer + 1} of ${current.config.n_layer} (layer ${layer}), token ${pos}: “${current.tokens[pos]}”`;
+  ui.blockTitle.textContent = `Block L${layer} (of L0–L${current.config.n_layer - 1}), token ${pos}: “${current.tokens[pos]}”`;
   renderBlock(ui.block, current, layer, pos);
   const c = current.config;
   ui.modelCaption.textContent =
@@ -116,7 +125,10 @@ function drawCensus() {
 
 // ---- wiring ----
 
-ui.prompt.value = store.get().prompt || ui.prompt.dataset.default;
+// No prompt in the URL: the page's example. An empty prompt typed by the reader stays empty.
+const initial = new URLSearchParams(window.location.search).has("prompt");
+if (!initial) store.set({ prompt: ui.prompt.dataset.default }, { history: "none" });
+ui.prompt.value = store.get().prompt;
 ui.prompt.addEventListener("input", () => {
   clearTimeout(timer);
   timer = setTimeout(() => store.set({ prompt: ui.prompt.value, pos: null }, { history: "replace" }), TYPING_DEBOUNCE_MS);
@@ -124,7 +136,7 @@ ui.prompt.addEventListener("input", () => {
 window.addEventListener("atlas:presenter", () => current && drawCensus());
 
 store.subscribe((st, changed, source) => {
-  if (source === "pop" && changed.has("prompt")) ui.prompt.value = st.prompt || ui.prompt.dataset.default;
+  if (source === "pop" && changed.has("prompt")) ui.prompt.value = st.prompt;
   if (changed.has("prompt") || changed.has("model")) load();
   else if (current && (changed.has("pos") || changed.has("layer"))) drawChosen();
 });

@@ -101,6 +101,7 @@ async function runTrace() {
   const t1 = performance.now();
   const att = decodeAttention(data.attention);
   const info = models?.models.find((m) => m.name === data.model);
+  openShowcase(data.showcase);
   current = { seq, data, att, prompt: st.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
   exact = null;
   showError(errors.prompt, null);
@@ -112,6 +113,20 @@ async function runTrace() {
   window.dispatchEvent(new CustomEvent("atlas:grid", { detail: { seq, n: data.n, fetchMs: t1 - t0, drawMs: t2 - t1 } }));
   // Plotly's views after the grid has reached the screen, so typing feels instant.
   requestAnimationFrame(() => setTimeout(() => traces.isCurrent(seq) && drawPlots(), 0));
+}
+
+// First load with no head in the URL: open the head the server picked for this prompt (the one that
+// most sharply picks out one earlier token, labs/showcase.py), before `current` is set so that the
+// store's listeners do not draw it twice.
+let showcaseDone = false;
+function openShowcase(show) {
+  if (showcaseDone) return;
+  showcaseDone = true;
+  const st = store.get();
+  if (st.layer !== null || st.head !== null || !show) return;
+  store.set({ layer: show.layer, head: show.head }, { history: "replace" });
+  $("detail-why").textContent = `Opened first: L${show.layer} H${show.head}, the head that most sharply picks out one ` +
+    `earlier token on this prompt (on average ${Math.round(show.score * 100)}% of a row's attention on one token).`;
 }
 
 const selectedPos = () => {
@@ -131,6 +146,7 @@ function openHead() {
 function drawFast() {
   const { data, att, nKvHead } = current;
   renderTokens(ui.tokens, data.tokens, {
+    groups: data.groups,
     selected: selectedPos(),
     onHover: setHover,
     onSelect: (i) => store.set({ pos: i }),
@@ -143,6 +159,7 @@ function drawFast() {
     highlight: null,
     badges: gridBadges(current.model),
     onOpen: (layer, head) => {
+      $("detail-why").textContent = "";
       store.set({ layer, head });
       if (ui.detailPanel?.getBoundingClientRect().top > window.innerHeight) ui.detailPanel.scrollIntoView();
     },
@@ -204,6 +221,7 @@ async function renderDetail() {
   ui.precision.textContent = precise ? help : "8-bit preview (within 0.002); loading exact values…";
   const data = {
     tokens: current.data.tokens,
+    groups: current.data.groups,
     matrix,
     causal: current.att.causal,
     hideSink: st.sink,

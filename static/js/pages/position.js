@@ -13,10 +13,6 @@ import * as wordOrder from "./position/word_order.js";
 
 const PARTS = [permutation, wordOrder, ropeClock];
 
-store.subscribe((st, changed) => {
-  for (const part of PARTS) part.sync(st);
-  for (const part of PARTS) part.onChange(st, changed);
-});
 window.addEventListener("atlas:presenter", () => PARTS.forEach((part) => part.draw()));
 
 async function init() {
@@ -27,6 +23,12 @@ async function init() {
     return;
   }
   for (const part of PARTS) part.mount();
+  // Listen only after mounting: a part filling in its defaults (the example prompt) must not start a
+  // load of its own before the one below, or every request of the first paint goes out twice.
+  store.subscribe((st, changed) => {
+    for (const part of PARTS) part.sync(st);
+    for (const part of PARTS) part.onChange(st, changed);
+  });
   for (const part of PARTS) part.sync(store.get());
   loadPlotly().catch((e) => showError(ropeClock.error, e.message));
   await Promise.all(PARTS.map((part) => part.load()));

@@ -45,7 +45,7 @@ export function renderBlock(root, data, layer, pos) {
     rows.push(rail, branch);
   };
   const gqa = c.n_kv_head < c.n_head ? `, ${c.n_kv_head} K/V heads shared in groups of ${c.n_head / c.n_kv_head}` : "";
-  row(railBox("bd-x", [[`x in: layer ${layer}`, ""], [`|x| = ${v2(v[0])}`, "v"], [shape(s.x), "bd-shape"]]),
+  row(railBox("bd-x", [[`x in: L${layer}`, ""], [`|x| = ${v2(v[0])}`, "v"], [shape(s.x), "bd-shape"]]),
     step("norm", `normalise (${data.norm})`, `rescale each token's vector · ${shape(s.x)}`, v[1], "|out|"));
   row(null, step("attn", `multi-head attention: ${c.n_head} heads of ${c.head_dim}${gqa}`,
     `tokens talk to each other · Q ${shape(s.q)}, K and V ${shape(s.k)}, scores ${shape(s.scores)}`, v[2], "|wrote|"));
@@ -56,7 +56,7 @@ export function renderBlock(root, data, layer, pos) {
     `each token thinks alone · hidden ${shape(s.ff_hidden)}`, v[5], "|wrote|"));
   row(railBox("bd-add", [["( + )", ""], [`|x| = ${v2(v[6])}`, "v"]]),
     el("p", "bd-addnote", `x + feed-forward's output, passed on to ${
-      layer + 1 < c.n_layer ? `block ${layer + 2} (layer ${layer + 1})` : "the final normalise"}`));
+      layer + 1 < c.n_layer ? `block L${layer + 1}` : "the final normalise"}`));
   root.replaceChildren(...rows);
 }
 
@@ -123,6 +123,8 @@ const PARTS = [
   ["unembedding", "unembedding (output layer)", "#009E73"],
 ];
 
+const CENSUS_PLOT_PX = (t) => Math.round(t.font * 20); // the bars and the axis, without the legend
+
 // census: [{key, name, live, params, feed_forward_share}]
 export async function renderCensus(elPlot, census) {
   const t = theme();
@@ -132,12 +134,27 @@ export async function renderCensus(elPlot, census) {
     marker: { color }, customdata: census.map((c) => [fmtInt(c.params[key]), fmtWords(c.params.total)]),
     hovertemplate: `${label}: %{customdata[0]} parameters (%{x:.1f}% of %{customdata[1]})<extra></extra>`,
   }));
+  // The legend sits above the bars; on a narrow screen in presenter type it wraps into several rows,
+  // so the top margin grows by the rows it needs (a fixed margin let it cover the first bars).
+  const itemPx = PARTS.map(([, label]) => label.length * t.font * 0.62 + 44);
+  const width = elPlot.clientWidth || 600;
+  let rows = 1;
+  let used = 0;
+  for (const w of itemPx) {
+    if (used && used + w > width) {
+      rows += 1;
+      used = 0;
+    }
+    used += w;
+  }
+  const legendPx = Math.ceil(rows * t.font * 1.7);
+  elPlot.style.height = `${CENSUS_PLOT_PX(t) + legendPx}px`;
   const layout = {
     ...baseLayout(t),
     barmode: "stack",
     barnorm: "percent",
-    margin: { t: 30, r: Math.round(t.font * 8), b: 40, l: 10 }, // room for "124 million" at any font size
-    legend: { orientation: "h", x: 0, y: 1.14, font: { size: t.font }, traceorder: "normal" },
+    margin: { t: legendPx + 8, r: Math.round(t.font * 8), b: 40, l: 10 }, // room for "124 million" at any font size
+    legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom", yref: "paper", font: { size: t.font }, traceorder: "normal" },
     xaxis: { title: { text: "% of the model's parameters", font: { size: t.font } }, range: [0, 100], gridcolor: t.grid },
     yaxis: { autorange: "reversed", automargin: true },
     annotations: census.map((c, i) => ({

@@ -5,9 +5,12 @@ import { CATEGORY, MODEL_COLOR } from "../lib/colors.js";
 import { fmtBytes, fmtInt } from "../lib/format.js";
 import { baseLayout, config, plotText, react, theme } from "../lib/plot.js";
 
+// automargin: Plotly makes room for the tick labels and puts the title beyond them, so "100GB" in
+// presenter type never runs into the axis title (a fixed margin did).
 const logAxis = (t, title, extra = {}) => ({
   type: "log",
-  title: { text: title, font: { size: t.font } },
+  title: { text: title, font: { size: t.font }, standoff: 6 },
+  automargin: true,
   gridcolor: t.grid,
   zeroline: false,
   exponentformat: "SI",
@@ -51,7 +54,7 @@ export async function renderFlops(el, { ns, curve, model, n }) {
   traces.push(vline(n, [lo, hi], `your n = ${fmtInt(n)}`, { color: CATEGORY.chosen, width: 2 }));
   const layout = {
     ...baseLayout(t),
-    margin: { t: 8, r: 10, b: 40, l: 64 },
+    margin: { t: 8, r: 10, b: 10, l: 10 },
     legend: BELOW(t),
     xaxis: logAxis(t, "tokens n"),
     yaxis: logAxis(t, "FLOPs per layer"),
@@ -86,7 +89,7 @@ export async function renderKV(el, { ns, curves, models, n }) {
   traces.push(vline(n, [lo, hi], null, { color: CATEGORY.chosen, width: 2 }));
   const layout = {
     ...baseLayout(t),
-    margin: { t: 8, r: 10, b: 40, l: 64 },
+    margin: { t: 8, r: 10, b: 10, l: 10 },
     legend: BELOW(t),
     xaxis: logAxis(t, "tokens n (cached)"),
     yaxis: logAxis(t, "KV cache (float16)", { ticksuffix: "B" }),
@@ -117,7 +120,7 @@ export async function renderTiming(el, data) {
   }
   const layout = {
     ...baseLayout(t),
-    margin: { t: 8, r: 10, b: 40, l: 64 },
+    margin: { t: 8, r: 10, b: 10, l: 10 },
     legend: BELOW(t),
     xaxis: logAxis(t, "tokens n", { tickvals: data.ns, ticktext: data.ns.map(fmtInt) }),
     yaxis: logAxis(t, "median time (ms)"),

@@ -50,7 +50,8 @@ function build(el, L, H, nKv) {
     colOf.push(cols.length);
   }
   root.style.gridTemplateColumns = cols.join(" ");
-  root.style.gridTemplateRows = `${grouped ? "auto " : ""}auto repeat(${L}, var(--thumb))`;
+  // Each row is a picture plus the strip under it where role badges go (app.css: .thumb).
+  root.style.gridTemplateRows = `${grouped ? "auto " : ""}auto repeat(${L}, calc(var(--thumb) + var(--badge-row)))`;
   const headerRows = grouped ? 2 : 1;
   const add = (tag, cls, row, col, span = 1, text = "") => {
     const e = document.createElement(tag);

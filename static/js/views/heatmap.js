@@ -5,19 +5,41 @@
 import { VIRIDIS } from "../lib/colors.js";
 import { withoutSink } from "../lib/attention.js";
 import { baseLayout, config, plotText, react, theme, tokenTicks } from "../lib/plot.js";
+import { tokenLabels } from "./tokens.js";
 
 const HOVER_TEXT_MAX_N = 512; // beyond this, per-cell hover strings cost more than they help
+const FIT_MIN_PX = 320; // below this the first screen is too short: size for one window instead
+const FIT_BELOW_PX = 16; // the panel's padding and border under the plot
 
-// data: {tokens, matrix: Float32Array(n*n), causal, hideSink, highlight, title, filename}
+// An element with class plot-fit ends inside the window, so the whole head (both axes, colour bar)
+// shows at once: on the first screen when it starts high enough (side by side with the grid), else
+// (stacked under the grid, narrow windows) one window's height below its panel's top. Never much
+// taller than wide: a tall thin heatmap wastes the room its labels need.
+function fitHeight(el) {
+  const box = el.getBoundingClientRect();
+  const panel = el.closest(".panel")?.getBoundingClientRect() ?? box;
+  const firstScreen = window.innerHeight - (box.top + window.scrollY) - FIT_BELOW_PX;
+  const oneWindow = window.innerHeight - (box.top - panel.top) - 2 * FIT_BELOW_PX;
+  const h = firstScreen >= FIT_MIN_PX ? firstScreen : oneWindow;
+  el.style.height = `${Math.round(Math.max(FIT_MIN_PX / 2, Math.min(h, box.width + 80)))}px`;
+}
+
+// The hover line of one token: the character it belongs to and its own bytes when it is a piece.
+const hoverName = (tokens, labels) => tokens.map((t, i) => (labels[i] === t ? plotText(t) : `${plotText(labels[i])} (${plotText(t)})`));
+
+// data: {tokens, groups, matrix: Float32Array(n*n), causal, hideSink, highlight, title, filename}
+// groups: the trace's runs of byte tokens that spell one character (labelled with the character).
 export async function renderHeatmap(el, data) {
   const { tokens, matrix, causal, hideSink } = data;
+  const labels = tokenLabels(tokens, data.groups);
+  if (el.classList.contains("plot-fit")) fitHeight(el);
   const n = tokens.length;
   const first = hideSink ? 1 : 0;
   const values = hideSink ? withoutSink(matrix, n) : matrix;
   const w = n - first;
   const z = [];
   const text = n <= HOVER_TEXT_MAX_N ? [] : null;
-  const safe = tokens.map(plotText);
+  const safe = hoverName(tokens, labels);
   for (let i = 0; i < n; i++) {
     const row = new Array(w);
     const trow = text ? new Array(w) : null;
@@ -65,7 +87,7 @@ export async function renderHeatmap(el, data) {
     ...baseLayout(t),
     margin: { t: 8, r: 8, b: 8, l: 8 },
     xaxis: {
-      ...tokenTicks(tokens, plotW, t.font, { first, slanted: true }),
+      ...tokenTicks(labels, plotW, t.font, { first, slanted: true }),
       title: { text: "key: the token being looked at" },
       tickangle: -50,
       automargin: true,
@@ -75,7 +97,7 @@ export async function renderHeatmap(el, data) {
       tickfont: { family: t.mono, size: t.font },
     },
     yaxis: {
-      ...tokenTicks(tokens, plotH, t.font),
+      ...tokenTicks(labels, plotH, t.font),
       title: { text: "query: the token looking" },
       autorange: "reversed",
       automargin: true,

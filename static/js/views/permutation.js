@@ -5,6 +5,7 @@
 
 import { LUT } from "../lib/colors.js";
 import { hiDpiContext } from "../lib/dom.js";
+import { fmtMeasured } from "../lib/format.js";
 
 // PuOr (ColorBrewer): a diverging scale readable with the common colour-vision deficiencies.
 const PUOR = ["#542788", "#998ec3", "#d8daeb", "#f7f7f7", "#fee0b6", "#f1a340", "#b35806"];
@@ -28,12 +29,8 @@ export function divergingRgb(v, range) {
 // The CSS gradient of the legend, from the same stops.
 export const DIVERGING_CSS = `linear-gradient(90deg, ${PUOR.join(", ")})`;
 
-// Scientific notation that a class can read: 1.2 × 10⁻⁸ would need markup, "1.2e-8" does not.
-export function sci(v) {
-  if (v === 0) return "0";
-  const [m, e] = v.toExponential(1).split("e");
-  return `${m}e${Number(e)}`;
-}
+// Differences span 1 down to float32 rounding (~10⁻⁸): decimals, then engineering notation in plain text.
+export const sci = (v) => fmtMeasured(v);
 
 const MAPS = [
   { key: "original", title: "original order" },
@@ -50,10 +47,50 @@ function maskedCell(key, i, j, causal, inv) {
   return j > i && inv[j] > inv[i];
 }
 
-function drawMap(canvas, matrix, key, causal, inv, px, range) {
+const LABEL_MAX_CHARS = 8;
+const LABEL_MIN_SPACING_PX = 11; // closer labels overlap: label every k-th token instead
+
+// Room for token labels around a map: query tokens left of it (only the first map of a row, the others
+// sit beside it), key tokens above it, written upwards. Token text is drawn on the canvas as text.
+function labelGutter(ctx, labels, withRows, font) {
+  ctx.font = font;
+  const w = Math.ceil(Math.max(0, ...labels.map((s) => ctx.measureText(s).width))) + 4;
+  return { left: withRows ? w : 0, top: w };
+}
+
+const shortLabel = (s) => (s.length > LABEL_MAX_CHARS ? `${s.slice(0, LABEL_MAX_CHARS - 1)}…` : s);
+
+function drawLabels(ctx, labels, px, gutter, font, ink) {
+  const n = labels.length;
+  const stride = Math.max(1, Math.ceil(LABEL_MIN_SPACING_PX / px));
+  ctx.font = font;
+  ctx.fillStyle = ink;
+  ctx.textBaseline = "middle";
+  for (let k = 0; k < n; k += stride) {
+    const mid = k * px + px / 2;
+    if (gutter.left) {
+      ctx.textAlign = "right";
+      ctx.fillText(labels[k], gutter.left - 3, gutter.top + mid);
+    }
+    ctx.save();
+    ctx.translate(gutter.left + mid, gutter.top - 3);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "left";
+    ctx.fillText(labels[k], 0, 0);
+    ctx.restore();
+  }
+}
+
+function drawMap(canvas, matrix, key, causal, inv, px, range, { tokens, withRows }) {
   const n = matrix.length;
   const size = n * px;
-  const ctx = hiDpiContext(canvas, size, size);
+  const style = getComputedStyle(canvas.isConnected ? canvas : document.body);
+  const font = `${Math.min(12, Math.max(9, px - 2))}px ${style.getPropertyValue("--mono") || "monospace"}`;
+  const labels = tokens.map(shortLabel);
+  const gutter = labelGutter(canvas.getContext("2d"), labels, withRows, font);
+  const ctx = hiDpiContext(canvas, gutter.left + size, gutter.top + size);
+  drawLabels(ctx, labels, px, gutter, font, style.getPropertyValue("--ink") || "#000");
+  ctx.translate(gutter.left, gutter.top);
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < n; j++) {
       const v = matrix[i][j];
@@ -68,6 +105,7 @@ function drawMap(canvas, matrix, key, causal, inv, px, range) {
       ctx.fillRect(j * px, i * px, px - (px > 6 ? 1 : 0), px - (px > 6 ? 1 : 0));
     }
   }
+  return gutter;
 }
 
 function verdictRow(dl, label, value, { id, help, strong = false } = {}) {
@@ -94,11 +132,14 @@ export function renderPermutationColumn(col, cond, data, { mapPx, range, onHover
     const canvas = document.createElement("canvas");
     canvas.setAttribute("role", "img");
     canvas.setAttribute("aria-label", `${title}: attention of layer ${data.layer} head ${data.head}`);
-    drawMap(canvas, cond[key], key, cond.causal, data.inverse, px, range);
+    const gutter = drawMap(canvas, cond[key], key, cond.causal, data.inverse, px, range, {
+      tokens: data.tokens,
+      withRows: key === MAPS[0].key,
+    });
     canvas.onpointermove = (e) => {
       const r = canvas.getBoundingClientRect();
-      const j = Math.floor((e.clientX - r.left) / px);
-      const i = Math.floor((e.clientY - r.top) / px);
+      const j = Math.floor((e.clientX - r.left - gutter.left) / px);
+      const i = Math.floor((e.clientY - r.top - gutter.top) / px);
       if (i >= 0 && j >= 0 && i < n && j < n) onHover(i, j);
     };
     canvas.onpointerleave = () => onHover(null, null);
@@ -119,7 +160,7 @@ export function renderPermutationColumn(col, cond, data, { mapPx, range, onHover
   verdictRow(dl, "largest change in any output logit", cond.logits_max_diff, { id: "logits" });
   verdictRow(dl, "largest attention change, this head", cond.head_max_diff, { id: "head" });
   verdictRow(dl, "largest attention change, any head", cond.attention_max_diff, { id: "attention" });
-  verdictRow(dl, `largest change in the final residual stream (values reach ${cond.resid_scale.toFixed(0)})`,
+  verdictRow(dl, `largest change in the final residual stream (values reach ${fmtMeasured(cond.resid_scale)})`,
     cond.resid_max_diff, {
       id: "resid",
       help: "float32 keeps about 7 significant digits, so on values this large rounding alone is ~1e-5.",

@@ -7,6 +7,8 @@
 import { CATEGORY } from "../lib/colors.js";
 import { baseLayout, config, plotText, react, theme, tokenTicks } from "../lib/plot.js";
 
+const EMBED_COLOR = "#6b6b6b";
+
 // data: {tokens, resid: {stages, norms}, writes: {attn, mlp}, pos}
 export async function renderResidualStory(el, data) {
   const { tokens, resid, writes, pos } = data;
@@ -15,7 +17,7 @@ export async function renderResidualStory(el, data) {
   const stages = resid.stages;
   const x = stages.map((_, k) => k);
   const wrote = stages.map((_, k) => (k === 0 ? resid.norms[0][pos] : (k % 2 ? writes.attn : writes.mlp)[(k - 1) >> 1][pos]));
-  const colors = stages.map((_, k) => (k === 0 ? "#6b6b6b" : k % 2 ? CATEGORY.attention : CATEGORY.mlp));
+  const colors = stages.map((_, k) => (k === 0 ? EMBED_COLOR : k % 2 ? CATEGORY.attention : CATEGORY.mlp));
   const kinds = stages.map((_, k) => (k === 0 ? "token embedding" : k % 2 ? "attention wrote" : "MLP wrote"));
   const after = stages.map((_, k) => resid.norms[k][pos]);
   const traces = [
@@ -26,8 +28,12 @@ export async function renderResidualStory(el, data) {
       marker: { color: colors },
       customdata: kinds,
       name: "what this step wrote",
+      showlegend: false, // one bar trace in three colours: the legend shows one swatch per colour below
       hovertemplate: "%{customdata}: |write| = %{y:.2f}<extra></extra>",
     },
+    ...[["embedding", EMBED_COLOR], ["attention wrote", CATEGORY.attention], ["MLP wrote", CATEGORY.mlp]].map(
+      ([name, color]) => ({ type: "bar", x: [null], y: [null], marker: { color }, name, hoverinfo: "skip" }),
+    ),
     {
       type: "scatter",
       mode: "lines+markers",

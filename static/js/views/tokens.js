@@ -1,24 +1,55 @@
 // The token strip: the prompt as the model sees it (display strings from the server already show
 // spaces as "·" and newlines as "⏎"). Token text is untrusted user input: it only ever goes into the
 // page through textContent, never as HTML.
+//
+// Tokens that are each only part of one character (an emoji's four UTF-8 bytes) share one box showing
+// the character; its bytes are in the tooltip. The groups come from the server (/api/trace `groups`).
+// A long prompt scrolls inside the strip (app.css bounds its height) and the chosen token is kept in
+// view. Keyboard: the strip is one tab stop; arrow keys move between tokens, Enter or Space chooses.
 
-export function renderTokens(el, tokens, { selected = null, onHover = () => {}, onSelect = () => {} } = {}) {
+// groups: [{start, end, text, pieces}] -> one box per token or per group: {first, last, text, title}
+export function tokenUnits(tokens, groups = []) {
+  const byStart = new Map(groups.map((g) => [g.start, g]));
+  const units = [];
+  for (let i = 0; i < tokens.length; ) {
+    const g = byStart.get(i);
+    if (g && g.end > g.start + 1) {
+      const n = g.end - g.start;
+      units.push({
+        first: g.start,
+        last: g.end - 1,
+        text: g.text,
+        title: `“${g.text}” is ${n} tokens ${g.start}–${g.end - 1}, one byte each of its UTF-8 code: ${g.pieces.join(" ")}`,
+      });
+      i = g.end;
+    } else {
+      units.push({ first: i, last: i, text: tokens[i], title: "" });
+      i += 1;
+    }
+  }
+  return units;
+}
+
+export function renderTokens(el, tokens, { groups = [], selected = null, onHover = () => {}, onSelect = () => {} } = {}) {
   const frag = document.createDocumentFragment();
-  tokens.forEach((tok, i) => {
+  for (const u of tokenUnits(tokens, groups)) {
     const b = document.createElement("button");
     b.type = "button";
-    b.className = "tok";
-    b.dataset.i = String(i);
-    b.setAttribute("aria-pressed", String(i === selected));
+    b.className = u.first === u.last ? "tok" : "tok tok-group";
+    // A group stands for its last token: there the character is complete, and the model predicts on.
+    b.dataset.i = String(u.last);
+    b.dataset.first = String(u.first);
+    b.tabIndex = -1;
+    if (u.title) b.title = u.title;
     const text = document.createElement("span");
     text.className = "tok-text";
-    text.textContent = tok;
+    text.textContent = u.text;
     const idx = document.createElement("span");
     idx.className = "tok-i";
-    idx.textContent = String(i);
+    idx.textContent = u.first === u.last ? String(u.first) : `${u.first}–${u.last}`;
     b.append(text, idx);
     frag.append(b);
-  });
+  }
   el.replaceChildren(frag);
   el.setAttribute("data-n", String(tokens.length));
   // One set of listeners per strip (delegated), so re-rendering never stacks handlers.
@@ -36,14 +67,82 @@ export function renderTokens(el, tokens, { selected = null, onHover = () => {}, 
     const t = e.target.closest(".tok");
     if (t) onSelect(Number(t.dataset.i));
   };
+  el.onkeydown = (e) => moveFocus(el, e);
+  markTokens(el, { selected });
 }
 
+const holds = (b, i) => i !== null && i !== undefined && i >= Number(b.dataset.first) && i <= Number(b.dataset.i);
+
 export function markTokens(el, { hover = null, selected = null }) {
+  let chosen = null;
   for (const b of el.querySelectorAll(".tok")) {
-    const i = Number(b.dataset.i);
-    b.classList.toggle("hover", i === hover);
-    b.setAttribute("aria-pressed", String(i === selected));
+    b.classList.toggle("hover", holds(b, hover));
+    const on = holds(b, selected);
+    b.setAttribute("aria-pressed", String(on));
+    if (on) chosen = b;
   }
+  // Roving tab stop: the chosen token (or the first) is the strip's one place in the tab order.
+  const stop = chosen || el.querySelector(".tok");
+  if (stop && stop.tabIndex !== 0) {
+    for (const b of el.querySelectorAll(".tok[tabindex='0']")) b.tabIndex = -1;
+    stop.tabIndex = 0;
+  }
+  if (chosen && !el.contains(document.activeElement)) scrollIntoStrip(el, chosen);
+}
+
+// Scroll the strip (never the page) so that box b is visible (the strip is positioned: app.css).
+function scrollIntoStrip(el, b) {
+  const top = b.offsetTop;
+  const pad = 3;
+  if (top < el.scrollTop) el.scrollTop = top - pad;
+  else if (top + b.offsetHeight > el.scrollTop + el.clientHeight) el.scrollTop = top + b.offsetHeight - el.clientHeight + pad;
+}
+
+function moveFocus(el, e) {
+  const boxes = [...el.querySelectorAll(".tok")];
+  const at = boxes.indexOf(document.activeElement);
+  if (at < 0 || !boxes.length) return;
+  let to = null;
+  if (e.key === "ArrowLeft") to = at - 1;
+  else if (e.key === "ArrowRight") to = at + 1;
+  else if (e.key === "Home") to = 0;
+  else if (e.key === "End") to = boxes.length - 1;
+  else if (e.key === "ArrowUp" || e.key === "ArrowDown") to = sameColumn(boxes, at, e.key === "ArrowUp" ? -1 : 1);
+  if (to === null) return;
+  e.preventDefault();
+  const b = boxes[Math.max(0, Math.min(boxes.length - 1, to))];
+  boxes[at].tabIndex = -1;
+  b.tabIndex = 0;
+  b.focus({ preventScroll: true });
+  scrollIntoStrip(el, b);
+}
+
+// The box in the row above or below whose centre is nearest this one's (a wrapped strip has rows).
+function sameColumn(boxes, at, dir) {
+  const here = boxes[at];
+  const x = here.offsetLeft + here.offsetWidth / 2;
+  let row = null;
+  let best = null;
+  for (let k = at + dir; k >= 0 && k < boxes.length; k += dir) {
+    const b = boxes[k];
+    if (b.offsetTop === here.offsetTop) continue;
+    if (row === null) row = b.offsetTop;
+    if (b.offsetTop !== row) break;
+    const d = Math.abs(b.offsetLeft + b.offsetWidth / 2 - x);
+    if (best === null || d < best.d) best = { k, d };
+  }
+  return best ? best.k : at;
+}
+
+// Axis labels for views that show every token (heatmaps): a token that is part of a character is
+// labelled with the character and which byte of it it is ("🙂 2/4") instead of "<9F>".
+export function tokenLabels(tokens, groups = []) {
+  const out = tokens.slice();
+  for (const g of groups) {
+    const n = g.end - g.start;
+    for (let i = g.start; i < g.end; i++) out[i] = n > 1 ? `${g.text} ${i - g.start + 1}/${n}` : g.text;
+  }
+  return out;
 }
 
 // Turn a display string back into the text it stands for, so a predicted token can be appended to the

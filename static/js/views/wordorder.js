@@ -63,7 +63,7 @@ export function renderOrderColumn(col, cond, data, { title }) {
     row.append(el("span", "vec-label", label), strip(values, range, `${label}: ${values.length} numbers`));
     strips.append(row);
   }
-  strips.append(el("p", "hint", `${a.length} numbers, one cell each; colours saturate at ±${range.toPrecision(2)}`));
+  strips.append(el("p", "hint", `${a.length} numbers, one cell each; colours saturate at ±${sci(range)}`));
   const numbers = el("dl", "verdict small");
   const add = (label, value, metric, text) => {
     const dd = el("dd", null, text ?? sci(value));

@@ -28,6 +28,8 @@ const ui = {
   error: byId("perm-error"),
 };
 
+const ROW_LABELS_PX = 64; // the first map's query-token labels (views/permutation.js draws them)
+
 export const KEYS = ["prompt", "model", "layer", "head", "perm", "seed", "order"];
 export const error = ui.error;
 
@@ -81,11 +83,11 @@ export function draw() {
   ui.causalNote.textContent = data.causal_note;
   ui.causalNote.hidden = !causal;
   document.querySelector("#perm-on .positional").textContent = data.positional === "rope" ? "RoPE" : "learned";
-  const mapPx = Math.min(240, Math.floor((ui.cols.false.clientWidth - 40) / 3));
+  const mapPx = Math.min(240, Math.floor((ui.cols.false.clientWidth - 40 - ROW_LABELS_PX) / 3));
   const conds = [false, true].map((p) => data.conditions.find((c) => c.position === p && c.causal === causal));
   const range = diffRange(conds);
-  ui.diffMin.textContent = `−${range.toPrecision(2)}`;
-  ui.diffMax.textContent = `+${range.toPrecision(2)}`;
+  ui.diffMin.textContent = `−${sci(range)}`;
+  ui.diffMax.textContent = `+${sci(range)}`;
   conds.forEach((cond) => {
     renderPermutationColumn(ui.cols[cond.position], cond, data, { mapPx, range, onHover: (i, j) => readCell(cond, i, j) });
   });
