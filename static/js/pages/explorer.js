@@ -129,7 +129,9 @@ async function runTrace() {
   requestAnimationFrame(() => setTimeout(async () => {
     if (!traces.isCurrent(seq)) return;
     await drawPlots();
-    if (traces.isCurrent(seq)) gen.afterTrace(current);
+    if (!traces.isCurrent(seq)) return;
+    ui.grid.dataset.settled = String(seq); // every view shows this trace (tests and bench/ wait for it)
+    gen.afterTrace(current);
   }, 0));
 }
 
