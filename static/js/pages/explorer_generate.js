@@ -97,8 +97,8 @@ export function update() {
     ? [`“${c.token}” is only part of a character (a byte), so it cannot be appended as text on its own.`]
     : [];
   parts.push(candidates.length
-    ? `Sample draws among ${candidates.length} of these ${top.length} bars (top-k ${s.k}, top-p ${s.p.toFixed(2)}), ` +
-      `together ${(mass * 100).toFixed(1)}% of the probability, each with its share of that; seed ${s.seed}.`
+    ? `Sample draws among ${candidates.length} of these ${top.length} bars (together ${(mass * 100).toFixed(1)}% ` +
+      `of the probability), each by its share of that; seed ${s.seed}.`
     : "None of these bars can be appended as text, so there is nothing to sample.");
   ui.draw.textContent = parts.join(" ");
 }
@@ -134,7 +134,7 @@ function step(mode, history) {
       say("None of the bars can be appended as text, so there is nothing to sample.");
       return null;
     }
-    if (!run) say(`Sampled “${token.token}” (${(token.share * 100).toFixed(1)}% of the draw; seed ${s.seed}, draw ${n}, u = ${u.toFixed(3)}).`);
+    if (!run) say(`Added “${token.token}” by sampling: ${(token.share * 100).toFixed(1)}% of the draw (seed ${s.seed}, draw ${n}, u = ${u.toFixed(3)}).`);
   }
   appendToken(cur, token, history);
   return token;
