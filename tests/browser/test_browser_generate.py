@@ -149,3 +149,35 @@ def test_empty_prompt_dims_the_views_and_says_why(live_server, page):
     page.locator("#prompt").press_sequentially("Hi")
     page.wait_for_function(SETTLED, arg="Hi")
     assert page.evaluate(opacity) == 1 and page.locator("#prompt-error").is_hidden()
+
+
+def test_sampling_draws_only_among_usable_shown_bars(live_server, page):
+    """sampling.js on its own: top-k, top-p, pieces of a character left out, shares renormalised, and
+    seeded draws that repeat and spread over [0, 1)."""
+    open_at(page, live_server, prompt="Hi")
+    got = page.evaluate(
+        """async () => {
+             const s = await import('/static/js/lib/sampling.js');
+             const top = [{ id: 1, token: '·a', prob: 0.5 }, { id: 2, token: '<E2>', prob: 0.3 },
+                          { id: 3, token: '·b', prob: 0.1 }, { id: 4, token: '·c', prob: 0.05 }];
+             const usable = (t) => !t.token.startsWith('<');
+             const all = s.pool(top, { k: 10, p: 1, usable });
+             const k2 = s.pool(top, { k: 2, p: 1, usable });
+             const p55 = s.pool(top, { k: 10, p: 0.55, usable });
+             const us = Array.from({ length: 2000 }, (_, i) => s.uniform(7, i));
+             const counts = {};
+             for (const u of us) { const c = s.pick(all, u).id; counts[c] = (counts[c] || 0) + 1; }
+             return { all: all.map((t) => [t.id, t.share]), k2: k2.map((t) => t.id), p55: p55.map((t) => t.id),
+                      again: s.uniform(7, 12) === s.uniform(7, 12), other: s.uniform(7, 12) !== s.uniform(8, 12),
+                      lo: Math.min(...us), hi: Math.max(...us), mean: us.reduce((a, b) => a + b) / us.length, counts };
+           }"""
+    )
+    assert [i for i, _ in got["all"]] == [1, 3, 4]  # the byte piece is never drawn
+    assert abs(sum(share for _, share in got["all"]) - 1) < 1e-12
+    assert got["k2"] == [1] and got["p55"] == [1, 3]
+    assert (
+        got["again"] and got["other"] and 0 <= got["lo"] and got["hi"] < 1 and abs(got["mean"] - 0.5) < 0.03
+    )
+    # 2000 seeded draws land on each token about as often as its share says.
+    for i, share in got["all"]:
+        assert abs(got["counts"][str(i)] / 2000 - share) < 0.04
