@@ -387,7 +387,10 @@ function syncControls(st) {
 
 store.subscribe((st, changed, source) => {
   if (!typingNow) typingEntry = false;
-  if (source === "pop") syncControls(st);
+  if (source === "pop") {
+    syncControls(st);
+    gen.stop("Stopped by Back");
+  }
   if (changed.has("prompt") || changed.has("model") || changed.has("temp")) {
     runTrace();
     return;

@@ -103,6 +103,11 @@ export function update() {
   ui.draw.textContent = parts.join(" ");
 }
 
+// When a run ends, the Stop button disappears: give its focus back to Generate.
+function refocus() {
+  if (document.activeElement === ui.stop || document.activeElement === document.body) ui.generate.focus();
+}
+
 function say(text) {
   ui.note.textContent = text;
 }
@@ -146,6 +151,7 @@ export function stop(reason) {
   run = null;
   if (reason) say(`${reason} after ${r.done} of ${r.total} tokens.${resplitNote(r)}`);
   update();
+  refocus();
 }
 
 const resplitNote = (r) =>
@@ -156,6 +162,7 @@ function generate() {
   ui.n.value = String(n);
   run = { mode: settings().mode, total: n, done: 0, resplit: 0 };
   update();
+  ui.stop.focus(); // Generate is hidden while it runs: keep the keyboard on the button that ends it
   say(`Generating 1 of ${n}…`);
   if (!step(run.mode, "push")) stop(null);
 }
@@ -184,7 +191,8 @@ export function afterTrace(cur) {
     run = null;
     const how = r.mode === "sample" ? `by sampling (seed ${settings().seed})` : "by taking the top token each time";
     say(`Generated ${r.total} tokens ${how}.${resplitNote(r)}`);
-    return update();
+    update();
+    return refocus();
   }
   say(`Generating ${run.done + 1} of ${run.total}…`);
   if (!step(run.mode, "replace")) stop("Stopped");
