@@ -181,3 +181,26 @@ def test_sampling_draws_only_among_usable_shown_bars(live_server, page):
     # 2000 seeded draws land on each token about as often as its share says.
     for i, share in got["all"]:
         assert abs(got["counts"][str(i)] / 2000 - share) < 0.04
+
+
+def test_a_byte_piece_is_never_appended(live_server, page):
+    """After three emoji the classroom model's top guess is a lone byte (<F0>, the start of another
+    emoji): text cannot hold it, so Append is not offered and Sample draws among the other bars."""
+    prompt = "😀😀😀"
+    top = api_trace(live_server, prompt)["predictions"][-1]["top"]
+    if not top[0]["token"].startswith("<"):
+        pytest.skip(f"this model's top token after {prompt!r} is {top[0]['token']!r}, not a byte piece")
+    open_at(page, live_server, prompt=prompt)
+    assert page.locator("#append").is_disabled()
+    assert "only part of a character" in page.locator("#draw-note").inner_text()
+    page.click("#sample")
+    page.wait_for_function(SETTLED, arg=page.locator("#prompt").input_value())
+    added = page.locator("#prompt").input_value()[len(prompt) :]
+    assert added and added in [as_text(t["token"]) for t in top[1:]]
+    page.fill("#prompt", prompt)
+    page.wait_for_function(SETTLED, arg=prompt)
+    page.click("#generate")  # by the top token: stops at once and says why
+    page.wait_for_function(
+        "() => document.querySelector('#gen-note').textContent.includes('part of a character')"
+    )
+    assert page.locator("#prompt").input_value() == prompt
