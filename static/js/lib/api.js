@@ -63,34 +63,63 @@ export async function request(path, { method = "GET", body, signal } = {}) {
 
 export const post = (path, body, opts = {}) => request(path, { ...opts, method: "POST", body });
 
-// "Newest request wins", for anything a person can re-ask before the answer is back (typing, sliders,
-// clicks). Each `run(call)` aborts the previous request and resolves to
-//   {id, data}    the answer, if no newer run started meanwhile,
-//   {id, error}   the failure (an Error with a sentence), likewise,
-//   null          superseded or aborted: a newer request owns the screen, so draw nothing.
-// `call(signal)` makes the request; `cancel()` drops whatever is in flight; `isCurrent(id)` says
-// whether a run is still the newest (for work that continues after it resolved).
-export function latest() {
-  let ctl = null;
-  let seq = 0;
-  const cancel = () => {
+// "One request in flight, the newest wins", for anything a person can re-ask before the answer is back
+// (typing, sliders, clicks). A run starts at once when nothing is in flight; otherwise it waits, and a
+// newer run replaces the waiting one, so at most one request runs and one waits. When the answer in
+// flight arrives, the waiting run is sent before the answer is handed back, so the server is already
+// working on the newest text while the page draws. This beats a fixed pause: a lone keystroke is sent
+// at once, and a fast typist never has more than one stale request queued behind the server.
+// Each `run(call)` resolves to
+//   {id, data}               the answer to the newest run,
+//   {id, data, stale: true}  with `latest({ stale: true })`, an answer a newer run has superseded (the
+//                            page may draw it so the views keep up with typing; it arrives in order),
+//   {id, error}              the newest run's failure (an Error with a sentence),
+//   null                     superseded (without `stale`), replaced while waiting, or cancelled.
+// `call(signal)` makes the request; `cancel()` aborts the one in flight and drops the waiting one;
+// `isCurrent(id)` says whether a run is still the newest (for work that continues after it resolved).
+export function latest({ stale = false } = {}) {
+  let seq = 0; // id of the newest run
+  let dropped = 0; // runs with an id up to this were cancelled: their answers are never handed back
+  let ctl = null; // the request in flight
+  let waiting = null; // {id, call, resolve}: the newest run, until the one in flight is done
+  let running = false; // a request is in flight (or an aborted one has not yet settled)
+  const isCurrent = (id) => id === seq;
+  function cancel() {
     ctl?.abort();
     ctl = null;
-    return ++seq;
-  };
-  const isCurrent = (id) => id === seq;
-  async function run(call) {
-    const id = cancel();
-    const mine = new AbortController();
-    ctl = mine;
-    try {
-      const data = await call(mine.signal);
-      return isCurrent(id) ? { id, data } : null;
-    } catch (error) {
-      return error.name === "AbortError" || !isCurrent(id) ? null : { id, error };
-    } finally {
+    waiting?.resolve(null);
+    waiting = null;
+    dropped = ++seq;
+    return seq;
+  }
+  async function pump() {
+    if (running) return;
+    running = true;
+    while (waiting) {
+      const { id, call, resolve } = waiting;
+      waiting = null;
+      const mine = new AbortController();
+      ctl = mine;
+      let out;
+      try {
+        const data = await call(mine.signal);
+        out = id <= dropped ? null : isCurrent(id) ? { id, data } : stale ? { id, data, stale: true } : null;
+      } catch (error) {
+        out = error.name === "AbortError" || !isCurrent(id) ? null : { id, error };
+      }
       if (ctl === mine) ctl = null;
+      resolve(out); // the caller runs after this loop has sent the next request
     }
+    running = false;
+  }
+  function run(call) {
+    const id = ++seq;
+    waiting?.resolve(null); // replaced before it was sent
+    const answer = new Promise((resolve) => {
+      waiting = { id, call, resolve };
+    });
+    pump();
+    return answer;
   }
   return { run, cancel, isCurrent };
 }

@@ -52,11 +52,20 @@ export function baseLayout(t = theme()) {
   };
 }
 
+// Plotly 4 shows a "Share chart" button by default that uploads the chart, and with it the student's
+// prompt, to Plotly's cloud. The app is offline and used in schools: no chart may offer that. The PNG
+// camera stays.
+export const CLOUD_BUTTONS = ["sendChartToCloud", "sendDataToCloud", "editInChartStudio"];
+
 export function config(filename) {
   return {
     displaylogo: false, // the mode bar (with Plotly's PNG camera) appears on hover, as Plotly users expect
+    showSendToCloud: false,
+    showEditInChartStudio: false, // Plotly 2's name for the same upload; ignored by newer versions
+    showLink: false,
+    plotlyServerURL: "",
     responsive: true,
-    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d", ...CLOUD_BUTTONS],
     toImageButtonOptions: { format: "png", filename, scale: 2 },
   };
 }

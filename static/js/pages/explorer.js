@@ -1,15 +1,17 @@
 // The explorer page: type a prompt, see every head, open one, follow a token to its next-token guess.
 // This module only wires things together: api.js fetches, store.js keeps the state in the URL, the
-// views draw. Requests race while typing, so each trace goes through api.latest() and an
-// AbortController: a newer keystroke cancels the older request, and a late answer is ignored.
+// views draw. Every keystroke is sent at once when no trace is in flight; otherwise the newest text
+// waits for the answer in flight (api.latest()), so the views follow typing without a fixed pause.
+// Generation (Append, Sample, Generate N) lives in explorer_generate.js.
 
 import * as api from "../lib/api.js";
 import { decodeAttention } from "../lib/attention.js";
 import { loadPlotly } from "../lib/plot.js";
 import { pngButton } from "../lib/png.js";
 import { showError } from "../lib/dom.js";
+import * as gen from "./explorer_generate.js";
 import * as store from "../lib/store.js";
-import { displayToText, markTokens, renderTokens } from "../views/tokens.js";
+import { markTokens, renderTokens } from "../views/tokens.js";
 import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, scoreText, showRoles } from "./explorer_roles.js";
 import { gridCanvas, renderGrid, updateGrid } from "../views/grid.js";
 import { highlightHeatmap, renderHeatmap } from "../views/heatmap.js";
@@ -24,8 +26,7 @@ store.define({
   sink: { type: "bool", def: false }, // true: hide token 0 and renormalise the rows
 });
 
-const TOP_K = 10;
-const TYPING_DEBOUNCE_MS = 250;
+const TOP_K = 10; // bars in the next-token view, and the most a draw can choose among
 const SLIDER_DEBOUNCE_MS = 150;
 
 const $ = (id) => document.getElementById(id);
@@ -50,7 +51,6 @@ const ui = {
   nextPlot: $("next-plot"),
   temperature: $("temperature"),
   tempOut: $("temp-out"),
-  append: $("append"),
   residStory: $("resid-story"),
   residMap: $("resid-map"),
   lens: $("lens-plot"),
@@ -67,8 +67,9 @@ let models = null; // /api/models
 let current = null; // the trace on screen: {seq, data, att, prompt, model, nKvHead}
 let exact = null; // full-precision pattern of the open head from /api/head: {key, pattern, scores, kvHead}
 let hover = null; // token index under the pointer
-let chosen = null; // token id chosen for "append"
-const traces = api.latest();
+// Answers that a newer keystroke has superseded are still drawn (grid and tokens only), so the views
+// keep up with a fast typist; they arrive in order, and the newest always lands last.
+const traces = api.latest({ stale: true });
 const exactHeads = api.latest();
 
 // ---- the trace: one request per prompt, everything on the page is drawn from it ----
@@ -77,43 +78,65 @@ async function runTrace() {
   const st = store.get();
   if (!st.prompt.trim()) {
     traces.cancel();
+    gen.stop("Stopped: the prompt is empty,");
     document.body.classList.remove("busy");
-    showError(errors.prompt, "Type a prompt (or pick a class demo) to see the model's attention.");
-    ui.status.textContent = "";
+    showError(errors.prompt, "The prompt is empty: type a prompt (or pick a class demo) to see the model's attention.");
+    // Whatever is on screen belongs to an older prompt: dim it and say so.
+    document.body.classList.add(current ? "stale" : "failed");
+    ui.status.textContent = current ? `The views below still show “${short(current.prompt)}” (dimmed).` : "";
+    gen.update();
     return;
   }
   const t0 = performance.now();
   document.body.classList.add("busy");
   ui.status.textContent = "Running the model…";
+  gen.update(); // the views now belong to an older prompt: nothing to append to until the answer
   const body = { prompt: st.prompt, model: st.model || null, temperature: st.temp, top_k: TOP_K };
   const r = await traces.run((signal) => api.trace(body, { signal }));
-  if (!r) return; // a newer request was made meanwhile: this answer is out of date
-  document.body.classList.remove("busy");
+  if (!r) return; // replaced by a newer keystroke before it was answered, or cancelled
   const seq = r.id;
   if (r.error) {
+    document.body.classList.remove("busy");
+    gen.stop("Stopped by an error");
     showError(errors.prompt, r.error.message);
-    ui.status.textContent = current ? "Showing the last prompt that worked (dimmed)." : "";
+    ui.status.textContent = current ? `The views below still show “${short(current.prompt)}” (dimmed).` : "";
     // With something on screen, dim it; with nothing yet, the empty views say where the problem is.
     document.body.classList.add(current ? "stale" : "failed");
+    gen.update();
     return;
   }
+  if (!r.stale) document.body.classList.remove("busy");
   const data = r.data;
   const t1 = performance.now();
   const att = decodeAttention(data.attention);
   const info = models?.models.find((m) => m.name === data.model);
   openShowcase(data.showcase);
-  current = { seq, data, att, prompt: st.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
+  current = { seq, data, att, prompt: body.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
   exact = null;
   showError(errors.prompt, null);
   document.body.classList.remove("stale", "failed");
   drawFast();
   const t2 = performance.now();
   ui.grid.dataset.seq = String(seq);
+  if (r.stale) {
+    window.dispatchEvent(new CustomEvent("atlas:grid", { detail: { seq, n: data.n, stale: true, prompt: body.prompt } }));
+    return; // the newest text is already on its way; its answer draws the rest
+  }
   ui.status.textContent = `${data.n} tokens · ${data.model}: model and transfer ${Math.round(t1 - t0)} ms, grid drawn in ${Math.round(t2 - t1)} ms`;
-  window.dispatchEvent(new CustomEvent("atlas:grid", { detail: { seq, n: data.n, fetchMs: t1 - t0, drawMs: t2 - t1 } }));
+  window.dispatchEvent(new CustomEvent("atlas:grid", {
+    detail: { seq, n: data.n, fetchMs: t1 - t0, drawMs: t2 - t1, stale: false, prompt: body.prompt },
+  }));
   // Plotly's views after the grid has reached the screen, so typing feels instant.
-  requestAnimationFrame(() => setTimeout(() => traces.isCurrent(seq) && drawPlots(), 0));
+  requestAnimationFrame(() => setTimeout(async () => {
+    if (!traces.isCurrent(seq)) return;
+    await drawPlots();
+    if (!traces.isCurrent(seq)) return;
+    ui.grid.dataset.settled = String(seq); // every view shows this trace (tests and bench/ wait for it)
+    gen.afterTrace(current);
+  }, 0));
 }
+
+const short = (s, max = 40) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
 
 // First load with no head in the URL: open the head the server picked for this prompt (the one that
 // most sharply picks out one earlier token, labs/showcase.py), before `current` is set so that the
@@ -177,9 +200,7 @@ function drawFast() {
 ui.detailPanel = $("detail-panel");
 
 function drawPlots() {
-  renderDetail();
-  renderPosViews();
-  renderLensView();
+  return Promise.all([renderDetail(), renderPosViews(), renderLensView()]);
 }
 
 async function guarded(errorEl, fn) {
@@ -283,57 +304,38 @@ function renderPosViews() {
   const pos = selectedPos();
   markTokens(ui.tokens, { hover, selected: pos });
   const top = data.predictions[pos].top;
-  if (!top.some((p) => p.id === chosen)) chosen = top[0]?.id ?? null;
   const last = pos === data.n - 1;
   const actual = last ? null : data.token_ids[pos + 1];
   const after = `After token ${pos} “${data.tokens[pos]}”`;
   ui.nextCaption.textContent = last
     ? `${after}, the last one, the model predicts (temperature ${store.get().temp.toFixed(2)}):`
     : `${after} the model predicted this; the prompt actually continues with “${data.tokens[pos + 1]}” (outlined if in the top ${top.length}).`;
-  updateAppend(top, last);
-  guarded(errors.next, () =>
+  gen.update();
+  const bars = gen.barState(current, pos);
+  const next = guarded(errors.next, () =>
     renderNext(ui.nextPlot, {
       top,
-      chosen,
+      chosen: bars.chosen,
+      shares: bars.shares,
       actual,
       pos,
       onChoose: (id) => {
-        chosen = id;
+        gen.choose(current, pos, id);
         renderPosViews();
       },
     }),
   );
   const r = { tokens: data.tokens, resid: data.resid, writes: data.writes, pos };
-  guarded(errors.resid, async () => {
+  const resid = guarded(errors.resid, async () => {
     await renderResidualStory(ui.residStory, r);
     await renderResidualMap(ui.residMap, r);
   });
-}
-
-function updateAppend(top, last) {
-  const pick = top.find((p) => p.id === chosen);
-  ui.append.disabled = !last || !pick;
-  ui.append.textContent = pick ? `Append “${pick.token}” and run` : "Append";
-  ui.append.title = last ? "Add the chosen token to the prompt and run the model again" : "Generation continues from the last token: click it in the token strip";
-}
-
-function appendChosen() {
-  if (!current) return;
-  const pick = current.data.predictions[current.data.n - 1].top.find((p) => p.id === chosen);
-  if (!pick) return;
-  const text = displayToText(pick.token);
-  if (text === null) {
-    showError(errors.next, `“${pick.token}” is only part of a character (a byte), so it cannot be appended as text. Choose another token.`);
-    return;
-  }
-  const prompt = current.prompt + text;
-  ui.prompt.value = prompt;
-  store.set({ prompt, pos: null });
+  return Promise.all([next, resid]);
 }
 
 function renderLensView() {
   if (!current) return;
-  guarded(errors.lens, () => renderLens(ui.lens, { tokens: current.data.tokens, lens: current.data.lens, pos: selectedPos() }));
+  return guarded(errors.lens, () => renderLens(ui.lens, { tokens: current.data.tokens, lens: current.data.lens, pos: selectedPos() }));
 }
 
 // ---- hover: one token lights up everywhere ----
@@ -353,25 +355,21 @@ function setHover(i) {
 
 // ---- input ----
 
-// History while typing: the first pause of a typing burst adds one entry, later pauses update it, so
+// History while typing: the first keystroke of a typing burst adds one entry, later ones update it, so
 // Back returns to the prompt before the edit instead of stepping through every keystroke. Anything
-// else that adds an entry (opening a head, Enter, a preset) ends the burst.
-let typingTimer = 0;
+// else that adds an entry (opening a head, Enter, a preset, a generated token) ends the burst.
 let typingEntry = false;
 let typingNow = false;
 ui.prompt.addEventListener("input", () => {
-  clearTimeout(typingTimer);
-  typingTimer = setTimeout(() => {
-    typingNow = true;
-    store.set({ prompt: ui.prompt.value, pos: null }, { history: typingEntry ? "replace" : "push" });
-    typingNow = false;
-    typingEntry = true;
-  }, TYPING_DEBOUNCE_MS);
+  gen.stop("Stopped by typing");
+  typingNow = true;
+  store.set({ prompt: ui.prompt.value, pos: null }, { history: typingEntry ? "replace" : "push" });
+  typingNow = false;
+  typingEntry = true;
 });
 ui.prompt.addEventListener("keydown", (e) => {
   if (e.key !== "Enter") return;
   e.preventDefault();
-  clearTimeout(typingTimer);
   const changed = store.set({ prompt: ui.prompt.value, pos: null }, { history: typingEntry ? "replace" : "push" });
   typingEntry = false;
   if (!changed.has("prompt")) runTrace(); // same text: run again (e.g. after an error)
@@ -380,7 +378,7 @@ ui.presets.addEventListener("change", () => {
   const prompt = ui.presets.value;
   ui.presets.value = "";
   if (!prompt) return;
-  clearTimeout(typingTimer);
+  gen.stop("Stopped: a class demo was picked");
   ui.prompt.value = prompt;
   store.set({ prompt, pos: null });
 });
@@ -391,7 +389,6 @@ ui.temperature.addEventListener("input", () => {
   clearTimeout(sliderTimer);
   sliderTimer = setTimeout(() => store.set({ temp: t }, { history: "replace" }), SLIDER_DEBOUNCE_MS);
 });
-ui.append.addEventListener("click", appendChosen);
 for (const b of ui.viewButtons) b.addEventListener("click", () => store.set({ view: b.dataset.view }));
 ui.sink.addEventListener("change", () => store.set({ sink: ui.sink.checked }));
 pngButton($("grid-png"), () => gridCanvas(ui.grid), () => `heads-${current?.data.model || "model"}`);
@@ -408,7 +405,10 @@ function syncControls(st) {
 
 store.subscribe((st, changed, source) => {
   if (!typingNow) typingEntry = false;
-  if (source === "pop") syncControls(st);
+  if (source === "pop") {
+    syncControls(st);
+    gen.stop("Stopped by Back");
+  }
   if (changed.has("prompt") || changed.has("model") || changed.has("temp")) {
     runTrace();
     return;
@@ -434,6 +434,22 @@ window.addEventListener("resize", () => {
   resizeTimer = setTimeout(redrawAll, 200);
 });
 
+gen.mount(
+  {
+    append: $("append"), sample: $("sample"), generate: $("generate"), stop: $("stop"), n: $("gen-n"),
+    mode: $("gen-mode"), k: $("top-k"), p: $("top-p"), seed: $("seed"), draw: $("draw-note"), note: $("gen-note"),
+  },
+  {
+    // The trace on screen, when it answers the prompt in the box (not while a newer one is pending).
+    live: () => (current && current.prompt === store.get().prompt && !document.body.classList.contains("stale") ? current : null),
+    selectedPos: () => selectedPos(),
+    setPrompt: (prompt, history) => {
+      ui.prompt.value = prompt;
+      store.set({ prompt, pos: null }, { history });
+    },
+    redrawBars: () => current && renderPosViews(),
+  },
+);
 mountRoleFilter($("role-filter"));
 mountHeadKnockout({ button: $("head-ko"), result: $("head-ko-result"), error: $("head-ko-error") }, () => {
   const h = current && openHead();

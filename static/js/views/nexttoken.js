@@ -1,12 +1,16 @@
 // Next token: the model's top-k probabilities at the selected position (temperature already applied
 // by the server), as horizontal bars on a fixed 0..1 axis. Clicking a bar chooses it for "append".
+// Bars that "Sample" can draw are solid; the others (beyond top-k or top-p, or a piece of a character)
+// are pale, and the hover says each token's share of the draw.
 
 import { CATEGORY } from "../lib/colors.js";
 import { baseLayout, config, plotText, react, theme } from "../lib/plot.js";
 
-// data: {top: [{id, token, prob}], chosen: id | null, actual: id | null, pos, temperature, onChoose}
+// data: {top: [{id, token, prob}], chosen: id | null, shares: Map id -> share of the draw, actual: id | null,
+//        pos, onChoose}
 export async function renderNext(el, data) {
   const { top, chosen, actual } = data;
+  const shares = data.shares || new Map();
   const t = theme();
   const y = top.map((_, r) => r);
   const label = (p) => {
@@ -21,10 +25,14 @@ export async function renderNext(el, data) {
     text: top.map((p) => (p.prob >= 0.001 ? `${(p.prob * 100).toFixed(1)}%` : "<0.1%")),
     textposition: "outside",
     cliponaxis: false,
-    customdata: top.map((p) => plotText(p.token)),
-    hovertemplate: "%{customdata}: p = %{x:.4f}<extra></extra>",
+    customdata: top.map((p) => [
+      plotText(p.token),
+      shares.has(p.id) ? `${(shares.get(p.id) * 100).toFixed(1)}% of the draw` : "not in the draw",
+    ]),
+    hovertemplate: "%{customdata[0]}: p = %{x:.4f} · %{customdata[1]}<extra></extra>",
     marker: {
       color: top.map((p) => (p.id === chosen ? CATEGORY.chosen : CATEGORY.attention)),
+      opacity: top.map((p) => (shares.has(p.id) || p.id === chosen ? 1 : 0.35)),
       line: { color: top.map((p) => (p.id === actual ? "#000" : "rgba(0,0,0,0)")), width: 2 },
     },
   };
