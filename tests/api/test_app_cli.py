@@ -14,7 +14,7 @@ import pytest
 
 import app.__main__ as cli
 from tests.api_helpers import save_tiny
-from tests.servers import ROOT, free_port, run_app
+from tests.servers import ROOT, free_port, run_app, wait_until
 
 
 def test_cli_defaults_and_repeatable_model():
@@ -108,6 +108,9 @@ def test_cli_serves_with_two_worker_processes(tmp_path):
             httpx.post(f"{server.url}/api/trace", json={"prompt": "The cat sat"}).content for _ in range(6)
         }
         assert len(bodies) == 1  # whichever worker answered, the bytes are the same
+        # The supervisor says "ready" after it has heard from every worker, which can come a moment after a
+        # worker's first answer: wait for the line as a user would, instead of stopping the server first.
+        wait_until(lambda: "is ready" in server.output(), lambda: server.proc.poll() is None, "the ready line")
     out = server.output()
     assert f"Attention Atlas is ready: open {server.url}" in out
     assert out.count("Attention Atlas is ready") == 1  # once, when both workers serve
