@@ -7,6 +7,7 @@ sentence ("temperature must be greater than 0"), so the page never shows raw pyd
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -104,17 +105,22 @@ def unreadable_body(cause: BaseException | None) -> str | None:
     return None
 
 
-async def http_error(request: Request, exc: HTTPException) -> Response:
-    why = unreadable_body(exc.__cause__) if exc.status_code == 400 else None
-    if why is not None:
-        return JSONResponse({"detail": why}, status_code=422)
-    if exc.status_code == 404:
-        from .pages import not_found_page  # pages -> deps -> runtime -> errors: import at call time
+def http_error(not_found_page: Callable[[Request], Response | None]):
+    """The HTTPException handler; `not_found_page(request)` gives the HTML 404 for a page address (or None
+    for an API path). Passed in by `install` so that errors.py needs nothing of pages.py (which needs the
+    runtime, which raises our errors)."""
 
-        page = not_found_page(request)
-        if page is not None:
-            return page
-    return await http_exception_handler(request, exc)
+    async def handle(request: Request, exc: HTTPException) -> Response:
+        why = unreadable_body(exc.__cause__) if exc.status_code == 400 else None
+        if why is not None:
+            return JSONResponse({"detail": why}, status_code=422)
+        if exc.status_code == 404:
+            page = not_found_page(request)
+            if page is not None:
+                return page
+        return await http_exception_handler(request, exc)
+
+    return handle
 
 
 async def internal_error(request: Request, exc: Exception) -> JSONResponse:
@@ -145,9 +151,9 @@ async def client_gone(request: Request, exc: ClientGone) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=499)
 
 
-def install(app: FastAPI) -> None:
+def install(app: FastAPI, not_found_page: Callable[[Request], Response | None]) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(HTTPException, http_error(not_found_page))
     app.add_exception_handler(Exception, internal_error)
     app.add_exception_handler(BadInput, bad_input)
     app.add_exception_handler(UnknownModel, unknown_model)

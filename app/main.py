@@ -62,7 +62,7 @@ def create_app(settings: Settings | None = None, loaded: dict[str, LanguageModel
         redoc_url=None,
     )
     app.state.settings = settings
-    errors.install(app)
+    errors.install(app, pages.not_found_page)
 
     for area in AREAS:
         app.include_router(area.router)

@@ -31,7 +31,6 @@ from .probes import (
     prose_ids,
     repeat_length,
 )
-from .registry import head_name
 
 Head = tuple[int, int]
 RANDOM_DRAWS = 5  # random head sets to compare against; their mean is the baseline
@@ -216,44 +215,3 @@ def repeat_knockout(
     sets = random_other_heads(lm, heads, draws, seed)
     rand = [repeat_losses(lm, s, mode)[1] for s in sets]
     return RepeatKnockout(repeat_length(lm), first, second, ablated, sets, rand)
-
-
-def main() -> None:
-    """`python -m labs.roles.knockout [model]`: every role's best head, its probe and control scores,
-    and the knock-out evidence (numbers only; the sentences a class reads are written by the server,
-    app/heads/text.py)."""
-    import sys
-
-    from model.loading import load
-
-    from .atlas import head_atlas
-    from .registry import ROLES
-
-    lm = load(sys.argv[1] if len(sys.argv) > 1 else "classroom")
-    atlas = head_atlas(lm)
-    print(
-        f"{'role':16s} {'best':6s} {'score':>6s} {'control':>8s} {'net':>6s} {'bar':>5s}  candidates; knock-out"
-    )
-    for role in ROLES:
-        best = atlas.closest(role.key)
-        s, c, n = (float(t[role.key][best]) for t in (atlas.scores, atlas.controls, atlas.nets))
-        ev = atlas.evidence[role.key]
-        cands = [head_name(*h) for h in atlas.candidates_for(role.key)]
-        if ev is None:
-            verdict = "no candidate: no knock-out to run -> no head"
-        else:
-            unit = BEHAVIOURS[ev.behaviour].unit
-            verdict = (
-                f"{ev.behaviour} {ev.intact:.3f} -> {ev.ablated:.3f} (effect {ev.effect:+.3f} {unit}, "
-                f"random {ev.random_effect if ev.random_effect is not None else float('nan'):+.3f}, "
-                f"needs >= {ev.min_effect}) -> {'EARNED' if ev.earned else 'not earned'}"
-            )
-        print(f"{role.key:16s} {head_name(*best):6s} {s:6.3f} {c:8.3f} {n:6.3f} {role.threshold:5.2f}  "
-              f"{cands}; {verdict}")  # fmt: skip
-    print(
-        f"name margin with every head (NAME_TASKS): {name_margin(lm):+.3f} logits; prose loss {prose_loss(lm):.3f}"
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -68,6 +68,7 @@ export function renderTokens(el, tokens, { groups = [], selected = null, onHover
     if (t) onSelect(Number(t.dataset.i));
   };
   el.onkeydown = (e) => moveFocus(el, e);
+  delete el.dataset.shown; // new boxes: bring the chosen one into view again
   markTokens(el, { selected });
 }
 
@@ -87,7 +88,11 @@ export function markTokens(el, { hover = null, selected = null }) {
     for (const b of el.querySelectorAll(".tok[tabindex='0']")) b.tabIndex = -1;
     stop.tabIndex = 0;
   }
-  if (chosen && !el.contains(document.activeElement)) scrollIntoStrip(el, chosen);
+  // Only when the choice changes: a hover must never move the strip under the pointer (the reader would
+  // click a token that slid in under it).
+  const key = chosen ? chosen.dataset.i : "";
+  if (chosen && el.dataset.shown !== key && !el.contains(document.activeElement)) scrollIntoStrip(el, chosen);
+  el.dataset.shown = key;
 }
 
 // Scroll the strip (never the page) so that box b is visible (the strip is positioned: app.css).
