@@ -145,44 +145,58 @@ function bases(att) {
 // prompt has more tokens than the thumbnail has pixels, each pixel shows the LARGEST weight of the
 // block it covers. Averaging would wash a sharp one-token stripe (previous-token, induction) into the
 // dark background at exactly the lengths where a class looks for it.
+// Returned as ImageData: when it is exactly the thumbnail's size (pooled, or n equal to the size) it
+// goes straight onto the thumbnail with putImageData, with no canvas in between (`drawBase`).
 function base(att, l, h, size) {
   const m = bases(att);
   const n = att.n;
   const side = Math.min(n, size);
   const k = `${l},${h},${side}`;
-  let c = m.get(k);
-  if (c) return c;
+  let img = m.get(k);
+  if (img) return img;
   const bytes = att.bytes(l, h);
-  c = document.createElement("canvas");
-  c.width = side;
-  c.height = side;
-  const img = new ImageData(side, side);
+  img = new ImageData(side, side);
   const px = img.data;
-  const edge = (p) => Math.floor((p * n) / side); // first token of pixel p's block
+  const edges = new Int32Array(side + 1); // first token of pixel p's block
+  for (let p = 0; p <= side; p++) edges[p] = Math.floor((p * n) / side);
+  const causal = att.causal;
   for (let pi = 0; pi < side; pi++) {
-    const i0 = edge(pi);
-    const i1 = Math.max(i0 + 1, edge(pi + 1));
+    const i0 = edges[pi];
+    const i1 = Math.max(i0 + 1, edges[pi + 1]);
     for (let pj = 0; pj < side; pj++) {
-      const j0 = edge(pj);
-      const j1 = Math.max(j0 + 1, edge(pj + 1));
+      const j0 = edges[pj];
+      const j1 = Math.max(j0 + 1, edges[pj + 1]);
       const p = (pi * side + pj) * 4;
       px[p + 3] = 255;
-      if (att.causal && j0 > i1 - 1) {
+      if (causal && j0 > i1 - 1) {
         px[p] = px[p + 1] = px[p + 2] = 238; // masked future: light grey, not "zero attention" purple
         continue;
       }
       let v = 0;
       for (let i = i0; i < i1; i++) {
-        const jEnd = att.causal ? Math.min(j1, i + 1) : j1;
-        for (let j = j0; j < jEnd; j++) v = Math.max(v, bytes[i * n + j]);
+        const jEnd = causal && j1 > i + 1 ? i + 1 : j1;
+        for (let j = i * n + j0, end = i * n + jEnd; j < end; j++) if (bytes[j] > v) v = bytes[j];
       }
       px[p] = LUT[v * 4];
       px[p + 1] = LUT[v * 4 + 1];
       px[p + 2] = LUT[v * 4 + 2];
     }
   }
-  c.getContext("2d").putImageData(img, 0, 0);
-  m.set(k, c);
+  m.set(k, img);
+  return img;
+}
+
+// ImageData -> a canvas, for drawImage's scaling (kept with the ImageData: made once per picture).
+const canvasOf = new WeakMap();
+function asCanvas(img) {
+  let c = canvasOf.get(img);
+  if (!c) {
+    c = document.createElement("canvas");
+    c.width = img.width;
+    c.height = img.height;
+    c.getContext("2d").putImageData(img, 0, 0);
+    canvasOf.set(img, c);
+  }
   return c;
 }
 
@@ -196,13 +210,25 @@ function drawAll(s) {
       c.width = size;
       c.height = size;
     }
-    drawThumb(c.getContext("2d"), base(att, Math.floor(k / s.H), k % s.H, size), att.n, size, highlight);
+    drawBase(c.getContext("2d"), base(att, Math.floor(k / s.H), k % s.H, size), att.n, size, highlight);
   }
+}
+
+function drawBase(ctx, img, n, size, highlight) {
+  if (img.width === size) {
+    ctx.putImageData(img, 0, 0); // already the thumbnail's size: no scaling, no intermediate canvas
+    drawHighlight(ctx, n, size, highlight);
+  } else drawThumb(ctx, asCanvas(img), n, size, highlight);
 }
 
 export function drawThumb(ctx, img, n, size, highlight) {
   ctx.imageSmoothingEnabled = false; // crisp cells when enlarged; long prompts arrive already pooled
   ctx.drawImage(img, 0, 0, size, size);
+  drawHighlight(ctx, n, size, highlight);
+}
+
+
+function drawHighlight(ctx, n, size, highlight) {
   if (highlight === null || highlight === undefined || highlight >= n) return;
   // The hovered token's row (what it attends to) and column (what attends to it).
   const cell = size / n;
@@ -279,7 +305,7 @@ export function gridCanvas(el) {
       const size = Math.round(s.thumb * scale);
       const tmp = document.createElement("canvas");
       tmp.width = tmp.height = size;
-      drawThumb(tmp.getContext("2d"), base(s.data.att, Math.floor(k / s.H), k % s.H, size), s.data.att.n, size,
+      drawBase(tmp.getContext("2d"), base(s.data.att, Math.floor(k / s.H), k % s.H, size), s.data.att.n, size,
         s.data.highlight);
       ctx.drawImage(tmp, x, y, s.thumb, s.thumb);
     } else if (e.textContent) {

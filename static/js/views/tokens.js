@@ -31,26 +31,32 @@ export function tokenUnits(tokens, groups = []) {
 }
 
 export function renderTokens(el, tokens, { groups = [], selected = null, onHover = () => {}, onSelect = () => {} } = {}) {
+  // Typing changes only the last token or two: keep the boxes that still say the same thing and rewrite
+  // the rest in place, so a keystroke costs a few DOM writes instead of rebuilding every box.
+  const units = tokenUnits(tokens, groups);
+  const old = [...el.querySelectorAll(":scope > .tok")];
+  if (old.length !== el.children.length) {
+    el.replaceChildren();
+    old.length = 0;
+  }
   const frag = document.createDocumentFragment();
-  for (const u of tokenUnits(tokens, groups)) {
-    const b = document.createElement("button");
-    b.type = "button";
-    b.className = u.first === u.last ? "tok" : "tok tok-group";
+  units.forEach((u, k) => {
+    const b = old[k] || tokenBox();
+    const cls = u.first === u.last ? "tok" : "tok tok-group";
+    if (b.className !== cls) b.className = cls;
     // A group stands for its last token: there the character is complete, and the model predicts on.
     b.dataset.i = String(u.last);
     b.dataset.first = String(u.first);
-    b.tabIndex = -1;
     if (u.title) b.title = u.title;
-    const text = document.createElement("span");
-    text.className = "tok-text";
-    text.textContent = u.text;
-    const idx = document.createElement("span");
-    idx.className = "tok-i";
-    idx.textContent = u.first === u.last ? String(u.first) : `${u.first}–${u.last}`;
-    b.append(text, idx);
-    frag.append(b);
-  }
-  el.replaceChildren(frag);
+    else b.removeAttribute("title");
+    const [text, idx] = b.children;
+    if (text.textContent !== u.text) text.textContent = u.text;
+    const label = u.first === u.last ? String(u.first) : `${u.first}–${u.last}`;
+    if (idx.textContent !== label) idx.textContent = label;
+    if (!old[k]) frag.append(b);
+  });
+  for (let k = units.length; k < old.length; k++) old[k].remove();
+  el.append(frag);
   el.setAttribute("data-n", String(tokens.length));
   // One set of listeners per strip (delegated), so re-rendering never stacks handlers.
   el.onpointerover = (e) => {
@@ -70,6 +76,18 @@ export function renderTokens(el, tokens, { groups = [], selected = null, onHover
   el.onkeydown = (e) => moveFocus(el, e);
   delete el.dataset.shown; // new boxes: bring the chosen one into view again
   markTokens(el, { selected });
+}
+
+function tokenBox() {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.tabIndex = -1;
+  const text = document.createElement("span");
+  text.className = "tok-text";
+  const idx = document.createElement("span");
+  idx.className = "tok-i";
+  b.append(text, idx);
+  return b;
 }
 
 const holds = (b, i) => i !== null && i !== undefined && i >= Number(b.dataset.first) && i <= Number(b.dataset.i);
