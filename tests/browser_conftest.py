@@ -123,6 +123,18 @@ def page(pages):
 _shot_count = 0
 
 
+def get_json(url: str, body: dict | None = None) -> dict:
+    """GET `url`, or POST `body` as JSON: what a test reads from the API next to the page."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.load(r)
+
+
+def api_trace(base: str, prompt: str) -> dict:
+    return get_json(base + "/api/trace", {"prompt": prompt})
+
+
 def shoot(page, name: str, full_page: bool = True) -> Path:
     """Write <screenshots>/<name>-<w>x<h>.png for a person to look at (never into the source tree)."""
     global _shot_count

@@ -87,14 +87,28 @@ def _name_choice(probe: str) -> Callable[[Probes], torch.Tensor]:
 
 ON_RANDOM = "the same score on random tokens (the pattern must not depend on the words)"
 
+
+def _position_role(
+    key: str,
+    name: str,
+    label: str,
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    explanation: str,
+    how: str,
+    min_n: int = 2,
+    **kw,
+) -> Role:
+    """A role whose pattern is the role: scored by `fn` on prose, controlled by the same score on random
+    tokens, its knock-out judged on prose, and shown on any prompt of at least `min_n` tokens."""
+    return Role(key, name, label, 0.5, "prose", explanation, how, ON_RANDOM, "position", "prose",
+                detect=_positional(fn, "prose"), control=_positional(fn, "random"),
+                on_prompt=_if_long(min_n, fn), **kw)  # fmt: skip
+
+
 ROLES: tuple[Role, ...] = (
-    Role("previous_token", "previous-token", "prev", 0.5, "prose",
+    _position_role("previous_token", "previous-token", "prev", d.previous_token_scores,
          "Looks at the word just before: the thin line under the diagonal.",
-         "mean attention from each token to the one before it, on ordinary sentences",
-         ON_RANDOM, "position", "prose",
-         detect=_positional(d.previous_token_scores, "prose"),
-         control=_positional(d.previous_token_scores, "random"),
-         on_prompt=_if_long(2, d.previous_token_scores)),
+         "mean attention from each token to the one before it, on ordinary sentences"),
     Role("induction", "induction", "induct", 0.3, "repeat",
          "Spots 'A B ... A' and looks at B, so the model can predict B again: the stripe on a repeated "
          "sequence.",
@@ -114,29 +128,17 @@ ROLES: tuple[Role, ...] = (
          detect=lambda runs: _each(runs["repeat"], lambda a, b: d.duplicate_token_scores(a, runs["repeat"].ids[b])),
          control=lambda runs: _each(runs["random"], lambda a, b: d.offset_scores(a, _half(runs["random"]))),
          on_prompt=d.duplicate_token_scores),
-    Role("first_token", "first-token (sink)", "sink", 0.5, "prose",
+    _position_role("first_token", "first-token (sink)", "sink", d.first_token_scores,
          "Parks its attention on the first word when it has nothing better to do: a resting place, "
          "not a bug.",
-         "mean attention from every later token to token 0, on ordinary sentences",
-         ON_RANDOM, "position", "prose",
-         detect=_positional(d.first_token_scores, "prose"),
-         control=_positional(d.first_token_scores, "random"),
-         on_prompt=_if_long(2, d.first_token_scores)),
-    Role("self", "self", "self", 0.5, "prose",
+         "mean attention from every later token to token 0, on ordinary sentences"),
+    _position_role("self", "self", "self", d.self_scores,
          "Looks at its own token: the bright diagonal. It passes the word itself on, not its neighbours.",
-         "mean attention of each token to itself, on ordinary sentences",
-         ON_RANDOM, "position", "prose",
-         detect=_positional(d.self_scores, "prose"),
-         control=_positional(d.self_scores, "random"),
-         on_prompt=_if_long(2, d.self_scores)),
-    Role("local", "local", "local", 0.5, "prose",
+         "mean attention of each token to itself, on ordinary sentences"),
+    _position_role("local", "local", "local", d.local_scores,
          f"Reads the last few words before the current one (up to {LOCAL_WINDOW} back): a short-range reader.",
          f"mean attention to the {LOCAL_WINDOW} tokens just before each token (not the token itself), on "
-         "ordinary sentences",
-         ON_RANDOM, "position", "prose",
-         detect=_positional(d.local_scores, "prose"),
-         control=_positional(d.local_scores, "random"),
-         on_prompt=_if_long(LOCAL_WINDOW + 2, d.local_scores), yields_to="previous_token"),
+         "ordinary sentences", min_n=LOCAL_WINDOW + 2, yields_to="previous_token"),
     Role("pronoun", "pronoun → name", "pron", 0.3, "pronoun",
          "From a pronoun (she, he) looks back at the name it refers to, not at the other name.",
          "attention from the final She/He to the name it refers to minus attention to the other name, "

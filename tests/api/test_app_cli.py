@@ -110,7 +110,9 @@ def test_cli_serves_with_two_worker_processes(tmp_path):
         assert len(bodies) == 1  # whichever worker answered, the bytes are the same
         # The supervisor says "ready" after it has heard from every worker, which can come a moment after a
         # worker's first answer: wait for the line as a user would, instead of stopping the server first.
-        wait_until(lambda: "is ready" in server.output(), lambda: server.proc.poll() is None, "the ready line")
+        wait_until(
+            lambda: "is ready" in server.output(), lambda: server.proc.poll() is None, "the ready line"
+        )
     out = server.output()
     assert f"Attention Atlas is ready: open {server.url}" in out
     assert out.count("Attention Atlas is ready") == 1  # once, when both workers serve

@@ -3,23 +3,13 @@ listing heads by role, and knocking heads out from both pages (fixtures: tests/b
 
 from __future__ import annotations
 
-import json
-import urllib.request
-
 import pytest
 
-from tests.browser_conftest import shoot
+from tests.browser_conftest import get_json, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PROMPT = "Lily had a red ball. She"
-
-
-def get_json(url: str, body: dict | None = None) -> dict:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.load(r)
 
 
 @pytest.fixture(scope="module")

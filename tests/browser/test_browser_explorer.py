@@ -9,27 +9,16 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import urllib.request
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from tests.browser_conftest import shoot
+from tests.browser_conftest import api_trace, shoot
 
 pytestmark = pytest.mark.browser
 
 XSS_PROMPT = "Hi <img src=x onerror=alert(1)> and <script>alert(1)</script> bye"
 PLOTS = ("#detail-heatmap", "#next-plot", "#resid-story", "#resid-map", "#lens-plot")
-
-
-def api_trace(base: str, prompt: str) -> dict:
-    req = urllib.request.Request(
-        base + "/api/trace",
-        data=json.dumps({"prompt": prompt}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.load(r)
 
 
 def strip_tokens(page) -> list[str]:

@@ -4,7 +4,6 @@ one request per load in the position lab, badges beside the pictures rather than
 
 from __future__ import annotations
 
-import json
 import re
 import urllib.error
 import urllib.request
@@ -12,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser_conftest import shoot
+from tests.browser_conftest import api_trace, shoot
 
 pytestmark = pytest.mark.browser
 
@@ -36,16 +35,6 @@ def presenter_page(pages, width: int, height: int, presenter: bool):
     page = pages(width, height)
     page.add_init_script(f"localStorage.setItem('atlas.presenter', '{1 if presenter else 0}')")
     return page
-
-
-def api_trace(base: str, prompt: str) -> dict:
-    req = urllib.request.Request(
-        base + "/api/trace",
-        data=json.dumps({"prompt": prompt}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.load(r)
 
 
 def wait_exact_head(page) -> None:
