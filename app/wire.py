@@ -10,9 +10,11 @@ rounded to a few digits, because JSON size, not precision, is what matters for a
 from __future__ import annotations
 
 import base64
+import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 
 def encode_attention(attention: torch.Tensor, causal: bool) -> dict:
@@ -50,3 +52,43 @@ def sig(t: torch.Tensor, digits: int = 3) -> list:
     """Nested lists with a few significant digits: a 1e-8 difference stays 1e-8, not 0."""
     a = t.detach().double().cpu().numpy()
     return np.vectorize(lambda x: float(f"{x:.{digits}g}"), otypes=[float])(a).tolist()
+
+
+# A head's thumbnail: its pattern max-pooled over square blocks of `block` x `block` tokens (averaging would
+# wash a one-token stripe, the previous-token or induction diagonal, into the background) into at most
+# THUMB_SIDE x THUMB_SIDE pixels; the thumbnails of one answer hold at most THUMB_PIXELS pixels, so 512
+# heads get at most 33 x 33 each. Equal blocks make the pooling one max_pool2d call, and with the same
+# blocks for rows and columns a block right of the diagonal lies wholly in a causal model's future.
+THUMB_SIDE = 48
+THUMB_PIXELS = 256 * THUMB_SIDE * THUMB_SIDE
+
+
+def thumb_block(n: int, heads: int) -> int:
+    """Tokens per side of a thumbnail's pixel: 1 (exact) while n fits, else the fewest that fit."""
+    side = max(1, min(THUMB_SIDE, math.isqrt(THUMB_PIXELS // heads)))
+    return -(-n // side)
+
+
+def max_pool(attention: torch.Tensor, block: int) -> torch.Tensor:
+    """(L, H, n, n) -> (L, H, s, s) with s = ceil(n / block): the largest weight of each block (the last
+    block may be cut short by the end of the prompt)."""
+    if block == 1:
+        return attention
+    L, H, n, _ = attention.shape
+    pooled = F.max_pool2d(attention.float().reshape(L * H, n, n), block, block, ceil_mode=True)
+    return pooled.view(L, H, *pooled.shape[-2:])
+
+
+def encode_thumbnails(attention: torch.Tensor, causal: bool) -> dict:
+    """(L, H, n, n) -> every head's thumbnail as the attention payload of an s x s matrix: pixel (a, b)
+    is the largest weight from queries a*block.. to keys b*block.. (tokens: n). At block 1 these are
+    exactly `encode_attention`'s bytes."""
+    L, H, n, _ = attention.shape
+    block = thumb_block(n, L * H)
+    payload = encode_attention(max_pool(attention, block), causal)
+    return {**payload, "size": payload["n"], "n": n, "block": block}
+
+
+def decode_thumbnails(payload: dict) -> torch.Tensor:
+    """(L, H, size, size) in [0, 1], the inverse of `encode_thumbnails`."""
+    return decode_attention({**payload, "n": payload["size"]})

@@ -1,4 +1,4 @@
-"""Request and response bodies of /api/models, /api/trace, /api/head and /api/ablation."""
+"""Request and response bodies of /api/models, /api/trace, /api/head, /api/lens and /api/ablation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..schemas import (
     EXAMPLE_PROMPT,
-    AttentionPayload,
+    ThumbnailPayload,
     Compared,
     Head,
     Params,
@@ -34,6 +34,10 @@ class TraceRequest(Switches):
     )
     temperature: float = Field(default=1.0, gt=0, le=100, description="Divides the logits before softmax.")
     top_k: int = Field(default=10, ge=1, description="Predictions per position (at most limits.max_top_k).")
+
+
+class LensRequest(Switches):
+    model_config = _examples({"prompt": EXAMPLE_PROMPT})
 
 
 class HeadRequest(Switches):
@@ -156,12 +160,21 @@ class TraceResponse(Strict):
     showcase: Showcase | None = Field(
         description="The head to open first on this prompt; null for fewer than 3 tokens."
     )
-    attention: AttentionPayload
+    thumbnails: ThumbnailPayload = Field(
+        description="Every head's pattern max-pooled to at most 48 x 48 (exact at n <= 48); the full matrix "
+        "of one head: POST /api/head."
+    )
     resid: Resid
     writes: Writes
     predictions: list[Prediction] = Field(
         description="Top-k next tokens at every position, temperature applied."
     )
+
+
+class LensResponse(Strict):
+    model: str
+    n: int
+    tokens: list[str]
     lens: Lens
 
 
