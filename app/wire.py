@@ -1,10 +1,13 @@
 """The wire format of the JSON API, importable without the server (no FastAPI):
 
-    from app.wire import decode_attention
-    attention = decode_attention(requests.post(url + "/api/trace", json={...}).json()["attention"])
+    from app.wire import decode_attention, decode_thumbnails
+    thumbs = decode_thumbnails(requests.post(url + "/api/trace", json={...}).json()["thumbnails"])
+    probe = decode_attention(requests.get(url + "/api/heads/probe?probe=repeat").json()["attention"])
 
-Attention travels as base64 bytes, one byte per probability (round(p * 255)); float arrays travel
-rounded to a few digits, because JSON size, not precision, is what matters for a page.
+Attention travels as base64 bytes, one byte per probability (round(p * 255)); a keystroke's answer
+carries each head's thumbnail in the same format (max-pooled, exact up to 48 tokens), and one head's
+full matrix comes from POST /api/head. Float arrays travel rounded to a few digits, because JSON size,
+not precision, is what matters for a page.
 """
 
 from __future__ import annotations

@@ -71,7 +71,9 @@ def run_trace(
     # it. The last layer's lens is the model's own prediction: reuse the logits instead of recomputing.
     lens = None
     if lens_k > 0:
-        lens = [top_k(net.unembed(net.ln_final(x, None)), lens_k) for x in posts[:-1]] + [top_k(logits, lens_k)]
+        lens = [top_k(net.unembed(net.ln_final(x, None)), lens_k) for x in posts[:-1]] + [
+            top_k(logits, lens_k)
+        ]
     return Trace(
         token_ids=list(ids),
         tokens=tokens,

@@ -24,8 +24,8 @@ from .schemas import (
     HeadScores,
     LensRequest,
     LensResponse,
-    Switches,
     ModelsResponse,
+    Switches,
     TraceRequest,
     TraceResponse,
 )

@@ -8,12 +8,12 @@ from pydantic import Field
 
 from ..schemas import (
     EXAMPLE_PROMPT,
-    ThumbnailPayload,
     Compared,
     Head,
     Params,
     PromptRequest,
     Strict,
+    ThumbnailPayload,
     TokenProb,
 )
 from ..schemas import examples as _examples

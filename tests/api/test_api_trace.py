@@ -56,7 +56,9 @@ def test_api_lens_equals_the_model_lens(client, lm):
     body = LensResponse.model_validate(post(client, "/api/lens", prompt=PROMPT)).model_dump()
     ref = lm.trace(PROMPT, lens_k=5)
     assert body["n"] == ref.n_tokens and body["tokens"] == ref.tokens and body["lens"]["k"] == 5
-    assert body["lens"]["tokens"] == [[lm.tokenizer.displays(r) for r in layer] for layer in ref.lens_ids.tolist()]
+    assert body["lens"]["tokens"] == [
+        [lm.tokenizer.displays(r) for r in layer] for layer in ref.lens_ids.tolist()
+    ]
     torch.testing.assert_close(torch.tensor(body["lens"]["probs"]), ref.lens_probs, atol=1e-5, rtol=0)
     knocked = post(client, "/api/lens", prompt=PROMPT, ablate=[[0, 1]])["lens"]["probs"]
     ref = lm.trace(PROMPT, ablate=[(0, 1)], lens_k=5).lens_probs

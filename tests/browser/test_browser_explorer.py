@@ -41,11 +41,26 @@ def wait_tokens(page, tokens: list[str], timeout: float = 60_000) -> None:
 
 
 def wait_plot(page, selector: str, timeout: float = 60_000) -> None:
+    if selector == "#lens-plot":  # fetched only once its panel is on screen: scroll there, then back
+        see_lens(page, timeout)
+        return
     page.wait_for_function(
         "(sel) => document.querySelector(sel)?.querySelector('.main-svg') !== null",
         arg=selector,
         timeout=timeout,
     )
+
+
+def see_lens(page, timeout: float = 60_000) -> None:
+    """Scroll to the logit lens as a reader would, wait until it shows the trace on screen, scroll back."""
+    page.locator("#lens-panel").scroll_into_view_if_needed()
+    page.wait_for_function(
+        """() => { const p = document.getElementById('lens-panel'), g = document.getElementById('head-grid');
+                   return p.dataset.seq && p.dataset.seq === g.dataset.seq && !p.classList.contains('stale')
+                          && p.querySelector('.main-svg') !== null; }""",
+        timeout=timeout,
+    )
+    page.evaluate("() => window.scrollTo(0, 0)")
 
 
 def open_explorer(page, base: str, **query) -> None:
