@@ -13,7 +13,7 @@ from model import LanguageModel
 from model.trace import Trace
 
 from ..errors import BadInput
-from ..predictions import compare_distributions, token_probs
+from ..predictions import compare_distributions
 from ..runtime import Runtime
 from ..wire import encode_thumbnails, rounded
 from .schemas import (
@@ -63,6 +63,7 @@ def trace(rt: Runtime, req: TraceRequest) -> bytes:
         t = forward(rt, lm, ids, req)
         top_ids, top_p = top_k(t.logits, req.top_k, req.temperature)
         show = showcase_head(t.attention)
+        display = lm.tokenizer.display
         return TraceResponse(
             model=lm.name, n=len(ids), tokens=t.tokens, token_ids=ids,
             groups=[vars(g) for g in lm.tokenizer.char_groups(ids)],
@@ -71,7 +72,7 @@ def trace(rt: Runtime, req: TraceRequest) -> bytes:
             resid={"stages": t.stage_names, "norms": rounded(t.resid_norms, 4)},
             writes={"attn": rounded(t.attn_write_norms, 4), "mlp": rounded(t.mlp_write_norms, 4)},
             predictions=[
-                {"position": i, "top": token_probs(lm, row_ids, row_p)}
+                {"position": i, "top": [{"id": t, "token": display(t), "prob": p} for t, p in zip(row_ids, row_p, strict=True)]}
                 for i, (row_ids, row_p) in enumerate(zip(top_ids.tolist(), rounded(top_p, 6), strict=True))
             ],
         )  # fmt: skip
