@@ -57,6 +57,34 @@ def sig(t: torch.Tensor, digits: int = 3) -> list:
     return np.vectorize(lambda x: float(f"{x:.{digits}g}"), otypes=[float])(a).tolist()
 
 
+def encode_u16(pattern: torch.Tensor, causal: bool) -> dict:
+    """One (n, n) pattern as little-endian uint16 round(p * 65535), base64, row after row (keys 0..i of
+    row i when causal): within 8e-6 of the model's, a quarter of the bytes of float JSON, and built in
+    milliseconds where 262,144 rounded floats at n = 512 take longer to write than to slice."""
+    n = pattern.shape[-1]
+    q = (pattern.double() * 65535).round_().clamp_(0, 65535)
+    if causal:
+        rows, cols = torch.tril_indices(n, n)
+        q = q[rows, cols]
+    data = base64.b64encode(q.numpy().astype("<u2").tobytes()).decode("ascii")
+    return {"format": "u16-tril" if causal else "u16-full", "n": n, "data": data}
+
+
+def decode_u16(payload: dict) -> torch.Tensor:
+    """(n, n) in [0, 1], the inverse of `encode_u16`."""
+    n = payload["n"]
+    raw = (
+        torch.from_numpy(np.frombuffer(base64.b64decode(payload["data"]), dtype="<u2").astype(np.float64))
+        / 65535
+    )
+    if payload["format"] == "u16-full":
+        return raw.view(n, n).float()
+    out = torch.zeros(n, n, dtype=torch.float64)
+    rows, cols = torch.tril_indices(n, n)
+    out[rows, cols] = raw
+    return out.float()
+
+
 # A head's thumbnail: its pattern max-pooled over square blocks of `block` x `block` tokens (averaging would
 # wash a one-token stripe, the previous-token or induction diagonal, into the background) into at most
 # THUMB_SIDE x THUMB_SIDE pixels; the thumbnails of one answer hold at most THUMB_PIXELS pixels, so 512

@@ -15,7 +15,7 @@ from model.trace import Trace
 from ..errors import BadInput
 from ..predictions import compare_distributions
 from ..runtime import Runtime
-from ..wire import encode_thumbnails, rounded
+from ..wire import encode_thumbnails, encode_u16, rounded
 from .schemas import (
     AblationRequest,
     AblationResponse,
@@ -28,6 +28,7 @@ from .schemas import (
     Switches,
     TraceRequest,
     TraceResponse,
+    U16Payload,
 )
 
 
@@ -111,7 +112,8 @@ def head(rt: Runtime, req: HeadRequest) -> bytes:
         # floats would cost more than slicing them out of the cached forward.
         return HeadResponse.model_construct(
             model=lm.name, layer=req.layer, head=req.head, kv_head=req.head // lm.config.n_rep, n=len(ids),
-            tokens=lm.tokenizer.displays(ids), pattern=rounded(p, 5), scores=HeadScores(**scores),
+            tokens=lm.tokenizer.displays(ids), scores=HeadScores(**scores),
+            **({"exact": U16Payload(**encode_u16(p, req.causal))} if req.encoding == "u16" else {"pattern": rounded(p, 5)}),
         )  # fmt: skip
 
     return rt.cached("head", lm, req, build)

@@ -41,9 +41,17 @@ class LensRequest(Switches):
 
 
 class HeadRequest(Switches):
-    model_config = _examples({"prompt": EXAMPLE_PROMPT, "layer": 1, "head": 0})
+    model_config = _examples(
+        {"prompt": EXAMPLE_PROMPT, "layer": 1, "head": 0},
+        {"prompt": EXAMPLE_PROMPT, "layer": 1, "head": 0, "encoding": "u16"},
+    )
     layer: int = Field(ge=0, description="Layer index, from 0.")
     head: int = Field(ge=0, description="Query-head index within the layer, from 0.")
+    encoding: Literal["float", "u16"] = Field(
+        default="float",
+        description="float: `pattern` as JSON numbers (5 decimals); u16: `exact` as base64 uint16 "
+        "(within 8e-6; what the page asks for: fast at n = 512).",
+    )
 
 
 class AblationRequest(PromptRequest):
@@ -190,6 +198,14 @@ class HeadScores(Strict):
     entropy: float = Field(description="Mean entropy of a row in bits: 0 = sharp, log2(n) = uniform.")
 
 
+class U16Payload(Strict):
+    format: Literal["u16-tril", "u16-full"] = Field(
+        description="Little-endian uint16 round(p * 65535), row after row: u16-tril rows hold keys 0..i."
+    )
+    n: int
+    data: str = Field(description="Base64 of the bytes.")
+
+
 class HeadResponse(Strict):
     model: str
     layer: int
@@ -197,7 +213,10 @@ class HeadResponse(Strict):
     kv_head: int = Field(description="The key/value head this query head reads (GQA groups).")
     n: int
     tokens: list[str]
-    pattern: list[list[float]] = Field(description="[query][key] attention probabilities.")
+    pattern: list[list[float]] | None = Field(
+        default=None, description="[query][key] attention probabilities (encoding float)."
+    )
+    exact: U16Payload | None = Field(default=None, description="The same as uint16 (encoding u16).")
     scores: HeadScores
 
 

@@ -8,7 +8,7 @@ import gzip
 import pytest
 import torch
 
-from app.wire import decode_thumbnails, encode_thumbnails, max_pool, thumb_block
+from app.wire import decode_thumbnails, decode_u16, encode_thumbnails, max_pool, thumb_block
 from model import act_name, load
 from tests.api_helpers import client_for, save_tiny
 
@@ -104,3 +104,18 @@ def test_keystroke_answer_fits_at_llama_1b_heads_n512(tmp_path):
     assert body["thumbnails"]["size"] <= 33
     print(f"Llama-3.2-1B heads, n = 512: {raw} bytes, {wire} gzipped")
     assert raw <= 1_000_000, (raw, wire)  # even before gzip
+
+
+def test_api_head_u16_is_the_float_pattern_within_8e6(folder):
+    with client_for(folder) as client:
+        body = {"prompt": "The cat sat on the mat. The dog", "layer": 1, "head": 3}
+        floats = client.post("/api/head", json=body).json()
+        packed = client.post("/api/head", json={**body, "encoding": "u16"}).json()
+        loose = client.post("/api/head", json={**body, "encoding": "u16", "causal": False}).json()
+    assert packed["pattern"] is None and floats["exact"] is None and packed["scores"] == floats["scores"]
+    assert packed["exact"]["format"] == "u16-tril" and loose["exact"]["format"] == "u16-full"
+    # half a u16 step plus the floats' own rounding to 5 decimals
+    torch.testing.assert_close(
+        decode_u16(packed["exact"]), torch.tensor(floats["pattern"]), atol=1.3e-5, rtol=0
+    )
+    assert decode_u16(loose["exact"]).sum(-1).sub(1).abs().max() < 1e-3

@@ -111,6 +111,25 @@ export class Thumbnails extends Attention {
 
 export const decodeThumbnails = (payload) => new Thumbnails(payload);
 
+// /api/head's exact pattern with `encoding: "u16"`: {format: "u16-tril" | "u16-full", n, data}, each value
+// round(p * 65535) little-endian (within 8e-6), rows in order, keys 0..i of row i when "u16-tril".
+// Returns the n x n Float32Array row-major, zeros in the causal future.
+export function decodeU16({ format, n, data }) {
+  const bytes = decodeBase64(data);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const tril = format === "u16-tril";
+  if (!tril && format !== "u16-full") throw new Error(`unknown pattern format ${format}`);
+  const expected = (tril ? (n * (n + 1)) / 2 : n * n) * 2;
+  if (bytes.length !== expected) throw new Error(`pattern has ${bytes.length} bytes, expected ${expected}`);
+  const out = new Float32Array(n * n);
+  let src = 0;
+  for (let i = 0; i < n; i++) {
+    const end = tril ? i + 1 : n;
+    for (let j = 0; j < end; j++, src += 2) out[i * n + j] = view.getUint16(src, true) / 65535;
+  }
+  return out;
+}
+
 // Hide the first-token "sink" column and renormalise each row over the remaining keys.
 // Returns an (n x (n-1)) row-major Float32Array; a row with nothing left (query 0 in a causal model
 // sees only itself) is NaN, drawn blank rather than as a misleading zero.

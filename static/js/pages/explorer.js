@@ -5,7 +5,7 @@
 // Generation (Append, Sample, Generate N) lives in explorer_generate.js.
 
 import * as api from "../lib/api.js";
-import { decodeThumbnails } from "../lib/attention.js";
+import { decodeThumbnails, decodeU16 } from "../lib/attention.js";
 import { loadPlotly } from "../lib/plot.js";
 import { pngButton } from "../lib/png.js";
 import { showError } from "../lib/dom.js";
@@ -268,7 +268,7 @@ async function renderDetail() {
 }
 
 async function fetchExact(key, layer, head) {
-  const body = { prompt: current.prompt, model: current.model || null, layer, head };
+  const body = { prompt: current.prompt, model: current.model || null, layer, head, encoding: "u16" };
   const r = await exactHeads.run((signal) => api.head(body, { signal }));
   if (!r) return;
   if (r.error) {
@@ -278,7 +278,7 @@ async function fetchExact(key, layer, head) {
   }
   if (!current || key !== `${current.seq}:${layer}:${head}`) return;
   const res = r.data;
-  exact = { key, pattern: Float32Array.from(res.pattern.flat()), scores: res.scores, kvHead: res.kv_head };
+  exact = { key, pattern: decodeU16(res.exact), scores: res.scores, kvHead: res.kv_head };
   return renderDetail();
 }
 
