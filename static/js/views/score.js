@@ -1,0 +1,119 @@
+// How one attention score is made (the idea of BertViz's neuron view), from POST /api/score: the query
+// vector, each key vector (before and after RoPE), q·k, divided by sqrt(d_head), the causal mask, the
+// softmax, and the value vectors whose weighted sum is the head's output. Vectors are colour strips (one
+// cell per dimension; hover a cell for its number); every number is the server's. Token text goes in
+// through textContent only.
+
+import { el } from "../lib/dom.js";
+
+const STRIP_CELL = 4; // px per dimension: 128 dimensions stay under 520 px
+const fmt = (x, d = 3) => (Math.abs(x) >= 1000 ? x.toExponential(2) : x.toFixed(d));
+
+// Blue for negative, orange for positive, white for 0, scaled by the largest magnitude in the strip.
+function cellColor(v, range) {
+  const t = Math.max(-1, Math.min(1, v / range));
+  const [r, g, b] = t < 0 ? [33, 102, 172] : [214, 96, 77];
+  const a = Math.abs(t);
+  return `rgb(${Math.round(255 + (r - 255) * a)},${Math.round(255 + (g - 255) * a)},${Math.round(255 + (b - 255) * a)})`;
+}
+
+// A vector as a strip of coloured cells on a canvas; the title follows the pointer with the exact number.
+export function strip(values, label) {
+  const canvas = document.createElement("canvas");
+  const cell = document.documentElement.classList.contains("presenter") ? STRIP_CELL + 1 : STRIP_CELL;
+  const h = cell * 4;
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = values.length * cell * dpr;
+  canvas.height = h * dpr;
+  canvas.style.width = `${values.length * cell}px`;
+  canvas.style.height = `${h}px`;
+  canvas.className = "score-strip";
+  const ctx = canvas.getContext("2d");
+  ctx.scale(dpr, dpr);
+  const range = Math.max(1e-9, ...values.map(Math.abs));
+  values.forEach((v, i) => {
+    ctx.fillStyle = cellColor(v, range);
+    ctx.fillRect(i * cell, 0, cell, h);
+  });
+  canvas.title = `${label}: ${values.length} numbers, largest |x| = ${fmt(range)}`;
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", canvas.title);
+  canvas.addEventListener("mousemove", (e) => {
+    const i = Math.min(values.length - 1, Math.floor(e.offsetX / cell));
+    canvas.title = `${label}, dimension ${i}: ${fmt(values[i], 4)}`;
+  });
+  return canvas;
+}
+
+function vectorRow(name, values, note) {
+  const row = el("div", "score-vec");
+  row.append(el("span", "score-vec-name", name), strip(values, name));
+  if (note) row.append(el("span", "score-vec-note", note));
+  return row;
+}
+
+function header(data) {
+  const box = el("div", "score-head");
+  const tok = data.tokens[data.index];
+  const line = el("p", "score-title");
+  line.append(`Layer ${data.layer}, head ${data.head}: the query is token ${data.index} `, el("span", "tok-inline", tok));
+  box.append(line);
+  const rot = data.rotary && data.q_rot;
+  box.append(vectorRow(rot ? "q before RoPE" : "q", data.q, `${data.d_head} numbers`));
+  if (rot) box.append(vectorRow("q after RoPE", data.q_rot, "what the dot product uses"));
+  const notes = el("ul", "score-notes");
+  for (const s of data.notes) notes.append(el("li", null, s));
+  box.append(notes);
+  return box;
+}
+
+function table(data, { maxRows }) {
+  const rot = data.rotary && data.q_rot;
+  const t = el("table", "score-table");
+  const head = el("tr");
+  const cols = ["key", rot ? "k after RoPE" : "k", "q·k", `÷ √${data.d_head}`, "mask", "softmax", "v"];
+  for (const c of cols) head.append(el("th", null, c));
+  t.append(el("thead")).append(head);
+  const body = t.appendChild(el("tbody"));
+  const shown = new Set(data.shown);
+  // The rows the view has room for: keys with vectors first by position, then the heaviest of the rest.
+  const keys = data.keys.filter((k) => !k.masked || data.keys.length <= maxRows);
+  const rows = keys.length <= maxRows ? keys
+    : keys.filter((k) => shown.has(k.position)).slice(0, maxRows);
+  for (const k of rows) {
+    const tr = el("tr", k.masked ? "score-masked" : null);
+    const tokCell = el("td", "score-key");
+    tokCell.append(el("span", "score-pos", `${k.position}`), el("span", "tok-inline", k.token));
+    const kv = rot ? k.k_rot : k.k;
+    const kCell = el("td");
+    if (kv) kCell.append(strip(kv, `k${k.position}${rot ? " after RoPE" : ""}`));
+    else kCell.textContent = "…";
+    if (rot && k.k) kCell.title = "Before RoPE, see the API's k";
+    const w = el("td", "score-w");
+    const bar = el("span", "score-bar");
+    bar.style.width = `${Math.round(k.weight * 100)}%`;
+    w.append(bar, el("span", "score-num", k.masked ? "0" : k.weight.toFixed(3)));
+    const vCell = el("td");
+    if (k.v) vCell.append(strip(k.v, `v${k.position}`));
+    else vCell.textContent = "…";
+    tr.append(tokCell, kCell, el("td", "score-num", fmt(k.dot, 2)), el("td", "score-num", fmt(k.scaled, 2)),
+      el("td", "score-num", k.masked ? "−∞ (later token)" : "—"), w, vCell);
+    body.append(tr);
+  }
+  return { t, omitted: data.keys.length - rows.length };
+}
+
+// data: the /api/score answer. opts.maxRows: the most key rows drawn (the lesson shows fewer, larger).
+export function renderScore(root, data, { maxRows = 32 } = {}) {
+  const { t, omitted } = table(data, { maxRows });
+  const sum = el("div", "score-sum");
+  const tok = data.tokens[data.index];
+  sum.append(vectorRow("output z", data.z, `Σ softmax × v: what head ${data.head} writes for this token`));
+  const checks = [`It equals the model's own hook_z within ${data.z_check.toExponential(1)}.`];
+  if (data.hidden_weight > 0.0005) checks.push(`Keys without vectors shown carry ${(data.hidden_weight * 100).toFixed(1)}% of the weight.`);
+  if (omitted > 0) checks.push(`${omitted} more keys (masked or light) are left out of the table.`);
+  sum.append(el("p", "score-check", checks.join(" ")));
+  root.replaceChildren(header(data), el("div", "score-table-wrap"), sum);
+  root.children[1].append(t);
+  root.dataset.query = tok;
+}
