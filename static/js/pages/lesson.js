@@ -57,6 +57,7 @@ async function render() {
   try {
     const out = await step.run(ctx);
     if (mine !== seq) return;
+    if (out.title) ui.title.textContent = out.title; // a step that adapts to the model names what it shows
     ui.lead.replaceChildren(...out.lead.map((s) => Object.assign(document.createElement("p"), { textContent: s })));
     ui.view.replaceChildren(out.view);
     const [sentence, link] = out.tryThis;

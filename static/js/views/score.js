@@ -18,9 +18,11 @@ function cellColor(v, range) {
 }
 
 // A vector as a strip of coloured cells on a canvas; the title follows the pointer with the exact number.
-export function strip(values, label) {
+// widthPx: the strip's whole width (cells shrink to fit it), else STRIP_CELL per dimension.
+export function strip(values, label, widthPx = null) {
   const canvas = document.createElement("canvas");
-  const cell = document.documentElement.classList.contains("presenter") ? STRIP_CELL + 1 : STRIP_CELL;
+  const big = document.documentElement.classList.contains("presenter") ? STRIP_CELL + 1 : STRIP_CELL;
+  const cell = widthPx ? Math.max(1, Math.min(big, widthPx / values.length)) : big;
   const h = cell * 4;
   const dpr = window.devicePixelRatio || 1;
   canvas.width = values.length * cell * dpr;
@@ -45,9 +47,11 @@ export function strip(values, label) {
   return canvas;
 }
 
+let stripPx = null; // set per render from its options
+
 function vectorRow(name, values, note) {
   const row = el("div", "score-vec");
-  row.append(el("span", "score-vec-name", name), strip(values, name));
+  row.append(el("span", "score-vec-name", name), strip(values, name, stripPx));
   if (note) row.append(el("span", "score-vec-note", note));
   return row;
 }
@@ -73,7 +77,8 @@ function table(data, { maxRows }) {
   const head = el("tr");
   const cols = ["key", rot ? "k after RoPE" : "k", "q·k", `÷ √${data.d_head}`, "mask", "softmax", "v"];
   for (const c of cols) head.append(el("th", null, c));
-  t.append(el("thead")).append(head);
+  t.append(el("thead"));
+  t.tHead.append(head);
   const body = t.appendChild(el("tbody"));
   const shown = new Set(data.shown);
   // The rows the view has room for: keys with vectors first by position, then the heaviest of the rest.
@@ -86,7 +91,7 @@ function table(data, { maxRows }) {
     tokCell.append(el("span", "score-pos", `${k.position}`), el("span", "tok-inline", k.token));
     const kv = rot ? k.k_rot : k.k;
     const kCell = el("td");
-    if (kv) kCell.append(strip(kv, `k${k.position}${rot ? " after RoPE" : ""}`));
+    if (kv) kCell.append(strip(kv, `k${k.position}${rot ? " after RoPE" : ""}`, stripPx));
     else kCell.textContent = "…";
     if (rot && k.k) kCell.title = "Before RoPE, see the API's k";
     const w = el("td", "score-w");
@@ -94,7 +99,7 @@ function table(data, { maxRows }) {
     bar.style.width = `${Math.round(k.weight * 100)}%`;
     w.append(bar, el("span", "score-num", k.masked ? "0" : k.weight.toFixed(3)));
     const vCell = el("td");
-    if (k.v) vCell.append(strip(k.v, `v${k.position}`));
+    if (k.v) vCell.append(strip(k.v, `v${k.position}`, stripPx));
     else vCell.textContent = "…";
     tr.append(tokCell, kCell, el("td", "score-num", fmt(k.dot, 2)), el("td", "score-num", fmt(k.scaled, 2)),
       el("td", "score-num", k.masked ? "−∞ (later token)" : "—"), w, vCell);
@@ -103,13 +108,16 @@ function table(data, { maxRows }) {
   return { t, omitted: data.keys.length - rows.length };
 }
 
-// data: the /api/score answer. opts.maxRows: the most key rows drawn (the lesson shows fewer, larger).
-export function renderScore(root, data, { maxRows = 32 } = {}) {
+// data: the /api/score answer. opts.maxRows: the most key rows drawn (the lesson shows fewer, larger);
+// opts.stripPx: the width of every vector strip (the lesson's column is narrow).
+export function renderScore(root, data, { maxRows = 32, stripPx: width = null } = {}) {
+  stripPx = width;
   const { t, omitted } = table(data, { maxRows });
   const sum = el("div", "score-sum");
   const tok = data.tokens[data.index];
   sum.append(vectorRow("output z", data.z, `Σ softmax × v: what head ${data.head} writes for this token`));
-  const checks = [`It equals the model's own hook_z within ${data.z_check.toExponential(1)}.`];
+  const same = data.z_check < 1e-12 ? "exactly" : `within ${data.z_check.toExponential(1)}`;
+  const checks = [`It equals the model's own output (hook_z) ${same}.`];
   if (data.hidden_weight > 0.0005) checks.push(`Keys without vectors shown carry ${(data.hidden_weight * 100).toFixed(1)}% of the weight.`);
   if (omitted > 0) checks.push(`${omitted} more keys (masked or light) are left out of the table.`);
   sum.append(el("p", "score-check", checks.join(" ")));

@@ -75,7 +75,7 @@ async function score(ctx) {
   const h = prev.heads[0] || prev.best;
   const s = await api.score({ prompt: ctx.prompt, model: ctx.model || null, layer: h.layer, head: h.head, vectors: 12 });
   const view = el("div", "lesson-score");
-  renderScore(view, s, { maxRows: 10 });
+  renderScore(view, s, { maxRows: 9, stripPx: 96 });
   const top = s.keys.reduce((a, b) => (b.weight > a.weight ? b : a));
   const kind = prev.heads.length ? "a previous-token head" : "the head nearest to a previous-token head";
   return {
@@ -169,6 +169,7 @@ async function rope(ctx) {
       ["cosine of neighbours (0 vs 1)", fmtMeasured(L.similarity[0][1])],
       [`cosine of 0 vs ${L.positions.at(-1)}`, fmtMeasured(L.similarity[0].at(-1))]]));
     return {
+      title: "Learned positions: no RoPE clock",
       lead: [`This model (${r.positional} positions) has no clock: each position 0–${ctx.info.context_length - 1} has its own learned vector, added to the token's embedding.`,
         "So it cannot be stretched: there is no vector for a position it never learned. RoPE models turn a clock instead."],
       view,
@@ -178,15 +179,16 @@ async function rope(ctx) {
   const c = r.clock;
   const index = Math.min(c.positions.length - 1, Math.max(0, c.positions.indexOf(Math.min(c.context_length - 1, 100))));
   const dial = el("div", "lesson-clock");
-  view.append(dial, el("p", "lesson-note", `position ${c.positions[index]}`));
+  view.append(dial);
   requestAnimationFrame(() => renderClock(dial, c, index)); // after layout: the dials fill the width they get
   return {
-    lead: [`RoPE turns each query and key by its position: ${c.angles[0].length} hands, one per pair of the ${c.head_dim} numbers.`,
+    lead: [`RoPE turns each query and key by its position: ${c.angles[0].length} hands, one per pair of the ${c.head_dim} numbers ` +
+        `(drawn at position ${c.positions[index]}).`,
       `The fastest hand turns once every ${c.periods[0].toFixed(1)} positions, the slowest once every ${fmtInt(c.periods.at(-1))}: ` +
         "fast hands tell fine position, slow ones the rough place.",
       "Turning both by their positions makes q·k depend only on their distance; dividing positions by a scale stretches the clock to longer texts."],
     view,
-    tryThis: ["Move the position slider past the training length; then see the stretch curves in the position lab.",
+    tryThis: [`In the position lab, move the position past the training length (${c.context_length}) and watch the hands leave the grey arcs.`,
       link(`/position${q({ model: ctx.model })}`, "See the stretch curves in the position lab")],
   };
 }
@@ -240,14 +242,19 @@ async function induction(ctx) {
 }
 
 async function cost(ctx) {
-  const c = await api.cost({ n: ctx.info.context_length, model: ctx.model || null });
-  const live = c.models.find((m) => m.live);
-  const rows = c.chapter.map((r) => [`${fmtInt(r.n)} tokens`, `${fmtInt(r.scores)} scores, ${fmtBytes(r.fp32_bytes)}`]);
-  rows.push([`this model at ${fmtInt(c.n)} tokens`, `${fmtInt(live.scores.total)} scores in all ${live.config.n_layer} layers`]);
+  const n = ctx.info.context_length;
+  const [c, half] = await Promise.all([n, Math.max(1, Math.floor(n / 2))].map((m) => api.cost({ n: m, model: ctx.model || null })));
+  const live = c.models.find((m) => m.live), liveHalf = half.models.find((m) => m.live);
+  const rows = c.chapter.map((r) => [`${fmtInt(r.n)} tokens, one head`, `${fmtInt(r.scores)} scores, ${fmtBytes(r.fp32_bytes)}`]);
+  for (const [cc, m] of [[half, liveHalf], [c, live]]) {
+    rows.push([`this model, ${fmtInt(cc.n)} tokens`, `${fmtInt(m.scores.total)} scores (${m.config.n_head} heads × ${m.config.n_layer} layers)`]);
+  }
   return {
     lead: [
       "Every token scores every token before it: n tokens make an n × n table, per head, per layer.",
-      "Doubling the context quadruples the scores. These numbers are per head, as float32:",
+      `Doubling the context quadruples the scores: from ${fmtInt(half.n)} to ${fmtInt(c.n)} tokens this model goes from ` +
+        `${fmtInt(liveHalf.scores.total)} to ${fmtInt(live.scores.total)}, ×${fmtMeasured(live.scores.total / liveHalf.scores.total)}. ` +
+        "At the chapter's sizes, one head alone (float32):",
     ],
     view: facts(rows),
     tryThis: ["Time the live model's attention on this server and read the fitted exponent.", link(`/cost${q({ model: ctx.model })}`, "Time it in the cost lab")],
