@@ -42,7 +42,9 @@ def model_rows(folder, layer, head, index, **switches):
 @pytest.mark.parametrize("causal", [True, False])
 def test_score_steps_equal_the_models_hooks(client, folders, arch, causal):
     layer, head, index = 1, 3, 7
-    got = score(client, model=folders[arch].name, layer=layer, head=head, index=index, causal=causal, vectors=32)
+    got = score(
+        client, model=folders[arch].name, layer=layer, head=head, index=index, causal=causal, vectors=32
+    )
     lm, (scores, pattern, z) = model_rows(folders[arch], layer, head, index, causal=causal)
     keys = got["keys"]
     weights = torch.tensor([k["weight"] for k in keys], dtype=torch.float64)
@@ -85,7 +87,9 @@ def test_score_sends_the_heaviest_vectors_when_they_do_not_fit(client):
     weights = [k["weight"] for k in got["keys"]]
     assert sorted(got["shown"]) == got["shown"]
     assert min(weights[j] for j in got["shown"]) >= sorted(weights)[-3] - 1e-12
-    assert sum(weights) - sum(weights[j] for j in got["shown"]) == pytest.approx(got["hidden_weight"], abs=1e-6)
+    assert sum(weights) - sum(weights[j] for j in got["shown"]) == pytest.approx(
+        got["hidden_weight"], abs=1e-6
+    )
     assert all(k["v"] is None for k in got["keys"] if k["position"] not in got["shown"])
 
 

@@ -44,22 +44,30 @@ def expected_numbers(url: str, model: str) -> dict[str, str]:
     roles = {r["key"]: r for r in heads["roles"]}
     prev = (roles["previous_token"]["heads"] or [roles["previous_token"]["best"]])[0]
     anatomy = post("/api/anatomy", {"prompt": PROMPT, "top_k": 3})
-    score = post("/api/score", {"prompt": PROMPT, "layer": prev["layer"], "head": prev["head"], "vectors": 12})
+    score = post(
+        "/api/score", {"prompt": PROMPT, "layer": prev["layer"], "head": prev["head"], "vectors": 12}
+    )
     perm = post("/api/permutation", {"prompt": PROMPT, "permutation": "shuffle"})
     on = next(c for c in perm["conditions"] if c["position"] and not c["causal"])
     rope = post("/api/rope", {})
     cost = post("/api/cost", {"n": info["context_length"]})
     live = next(m for m in cost["models"] if m["live"])
     ind = roles["induction"]
-    target = {"role": "induction"} if ind["heads"] else {"heads": [[ind["best"]["layer"], ind["best"]["head"]]]}
+    target = (
+        {"role": "induction"} if ind["heads"] else {"heads": [[ind["best"]["layer"], ind["best"]["head"]]]}
+    )
     ablation = post("/api/heads/ablation", {"prompt": PROMPT, **target})
     return {
         "model": pct(anatomy["pipeline"][-1]["top"][-1][0]["prob"]),
         "score": f"{max(k['weight'] for k in score['keys']):.3f}",
         "heads": f"= {heads['n_layer'] * heads['n_head']} heads",
-        "gqa": f"{live['kv_cache']['saving']:.1f}" if live["kv_cache"]["saving"] != 1 else f"{info['n_head']} heads",
+        "gqa": f"{live['kv_cache']['saving']:.1f}"
+        if live["kv_cache"]["saving"] != 1
+        else f"{info['n_head']} heads",
         "position": measured(on["head_max_diff"]),
-        "rope": f"{rope['clock']['periods'][0]:.1f} positions" if rope["clock"] else f"0–{info['context_length'] - 1}",
+        "rope": f"{rope['clock']['periods'][0]:.1f} positions"
+        if rope["clock"]
+        else f"0–{info['context_length'] - 1}",
         "block": pct(next(c for c in anatomy["census"] if c["live"])["feed_forward_share"]),
         "induction": f"{ablation['repeat']['second_copy_loss_ablated']:.2f} nats",
         "cost": f"{live['scores']['total']:,}",
@@ -82,7 +90,9 @@ def walk(page, url: str, model: str, shots: str | None = None) -> None:
         assert f"step={i + 1}" in page.url or i == 0
         text = page.locator(".lesson-body").inner_text()
         assert numbers[key] in text, f"step {key}: {numbers[key]!r} not in {text!r}"
-        assert page.locator("#lesson-view").inner_text().strip() or page.locator("#lesson-view canvas").count()
+        assert (
+            page.locator("#lesson-view").inner_text().strip() or page.locator("#lesson-view canvas").count()
+        )
         assert page.locator("#lesson-error").is_hidden()
         assert page.locator("#lesson-try a").count() == 1
         if shots:
@@ -126,10 +136,27 @@ def test_lesson_keys_do_not_step_while_typing_the_prompt(server, page):
     wait_step(page, "score")
     page.locator("#prompt").fill("Lily had a red ball. She")
     page.locator("#prompt").press("ArrowLeft")
-    page.locator("#prompt").press(" ")
-    assert "step=2" in page.url
+    page.locator("#prompt").press(" ")  # typed into the box ("Sh e"), not a step forward
+    assert "step=2" in page.url and page.locator("#prompt").input_value() == "Lily had a red ball. Sh e"
     page.locator("#prompt").press("Enter")
     page.locator("#prompt").blur()
     page.wait_for_function("() => location.search.includes('Lily')")
     wait_step(page, "score")
-    assert "She" in page.locator("#lesson-view").inner_text()
+    n = len(get_json(url + "/api/anatomy", {"prompt": "Lily had a red ball. Sh e"})["tokens"])
+    assert f"the query is token {n - 1} ·e" in page.locator("#lesson-view .score-title").inner_text()
+
+
+def test_explorer_score_tab_shows_the_heads_attention_row(server, page):
+    url, _ = server
+    page.goto(f"{url}/?prompt={PROMPT}&layer=1&head=6&view=score")
+    page.wait_for_selector("#detail-score .score-table tbody tr", timeout=STEP_MS)
+    row = get_json(url + "/api/head", {"prompt": PROMPT, "layer": 1, "head": 6})["pattern"][-1]
+    cells = page.locator("#detail-score .score-w .score-num").all_inner_texts()
+    assert cells == [f"{p:.3f}" for p in row]
+    assert page.locator("#detail-heatmap").is_hidden()
+    # Clicking another token makes it the query.
+    page.locator("#tokens .tok").nth(3).click()
+    page.wait_for_function(
+        "() => document.querySelector('#detail-score .score-title')?.textContent.includes('token 3')"
+    )
+    shoot(page, "explorer-score", full_page=False)

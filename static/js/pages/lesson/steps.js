@@ -128,7 +128,7 @@ async function gqa(ctx) {
         `${fmtBytes(live.kv_cache.mha_bytes)} at ${fmtInt(c.n)} tokens, ${fmtMeasured(live.kv_cache.saving)}× less.`]
     : [`In this model every one of the ${H} heads has its own keys and values (no grouping), so nothing is saved: ` +
         `${fmtBytes(live.kv_cache.bytes)} of KV cache at ${fmtInt(c.n)} tokens.`,
-      "Grouped-query attention lets several query heads share one key/value head; the models below show what it saves."];
+      "Grouped-query attention lets several query heads share one key/value head; the models on the right show what it saves."];
   return { lead, view, tryThis: ["Slide n in the cost lab and watch the KV cache grow.", link(`/cost${q({ model: ctx.model })}`, "Open the cost lab")] };
 }
 
@@ -153,7 +153,8 @@ async function position(ctx) {
         "attention back in the original order (no causal mask, so every token sees every other).",
       `Without position information the head's attention changes by at most ${fmtMeasured(off.head_max_diff)}: only rounding. ` +
         `With it (${p.positional === "rope" ? "RoPE" : "learned position vectors"}) it changes by up to ${fmtMeasured(on.head_max_diff)}.`,
-      `So without position, “${a}” and “${b}” predict the same next token.`,
+      `So without position, “${a}” and “${b}” predict the same next token (largest difference ${fmtMeasured(woff.next.max_diff)}); ` +
+        `with it, their predictions differ by up to ${fmtMeasured(won.next.max_diff)}.`,
     ],
     view,
     tryThis: ["Swap two words yourself in the position lab.", link(`/position${q({ prompt: ctx.prompt, model: ctx.model })}`, "Open the position lab")],
@@ -234,7 +235,10 @@ async function induction(ctx) {
     lead: [
       `An induction head spots “A B … A” and predicts “B”. We feed ${r.length} random tokens twice: the second copy is easy only for a model that copies.`,
       who,
-      `Loss on the second copy: ${r.second_copy_loss.toFixed(2)} nats with every head, ${r.second_copy_loss_ablated.toFixed(2)} without them.`,
+      `Loss on the second copy: ${r.second_copy_loss.toFixed(2)} nats with every head, ${r.second_copy_loss_ablated.toFixed(2)} ` +
+        `without ${ab.heads.length > 1 ? "them" : "it"}` + (r.second_copy_loss < r.first_copy_loss / 2
+        ? "."
+        : `; the first copy costs ${r.first_copy_loss.toFixed(2)}, so this model does not copy at all.`),
     ],
     view,
     tryThis: [ab.prompt.sentence, link(`/atlas${q({ model: ctx.model })}`, "Knock out other heads in the atlas")],
