@@ -5,6 +5,7 @@
 // through textContent only.
 
 import { el } from "../lib/dom.js";
+import { fmtMeasured } from "../lib/format.js";
 
 const STRIP_CELL = 4; // px per dimension: 128 dimensions stay under 520 px
 const fmt = (x, d = 3) => (Math.abs(x) >= 1000 ? x.toExponential(2) : x.toFixed(d));
@@ -71,6 +72,12 @@ function header(data) {
   return box;
 }
 
+function maskCell(masked) {
+  const td = el("td", "score-num", masked ? "−∞" : "—");
+  td.title = masked ? "A later token: the causal mask sets its score to −∞, so its weight is 0." : "Not masked.";
+  return td;
+}
+
 function table(data, { maxRows }) {
   const rot = data.rotary && data.q_rot;
   const t = el("table", "score-table");
@@ -80,11 +87,14 @@ function table(data, { maxRows }) {
   t.append(el("thead"));
   t.tHead.append(head);
   const body = t.appendChild(el("tbody"));
-  const shown = new Set(data.shown);
-  // The rows the view has room for: keys with vectors first by position, then the heaviest of the rest.
-  const keys = data.keys.filter((k) => !k.masked || data.keys.length <= maxRows);
-  const rows = keys.length <= maxRows ? keys
-    : keys.filter((k) => shown.has(k.position)).slice(0, maxRows);
+  // The rows the view has room for: every key when they fit; else the heaviest visible keys (in position
+  // order) and the first two masked ones, so the mask is always on show.
+  let rows = data.keys;
+  if (rows.length > maxRows) {
+    const masked = data.keys.filter((k) => k.masked).slice(0, 2);
+    const visible = data.keys.filter((k) => !k.masked).sort((a, b) => b.weight - a.weight);
+    rows = [...visible.slice(0, maxRows - masked.length).sort((a, b) => a.position - b.position), ...masked];
+  }
   for (const k of rows) {
     const tr = el("tr", k.masked ? "score-masked" : null);
     const tokCell = el("td", "score-key");
@@ -102,7 +112,7 @@ function table(data, { maxRows }) {
     if (k.v) vCell.append(strip(k.v, `v${k.position}`, stripPx));
     else vCell.textContent = "…";
     tr.append(tokCell, kCell, el("td", "score-num", fmt(k.dot, 2)), el("td", "score-num", fmt(k.scaled, 2)),
-      el("td", "score-num", k.masked ? "−∞ (later token)" : "—"), w, vCell);
+      maskCell(k.masked), w, vCell);
     body.append(tr);
   }
   return { t, omitted: data.keys.length - rows.length };
@@ -115,9 +125,9 @@ export function renderScore(root, data, { maxRows = 32, stripPx: width = null } 
   const { t, omitted } = table(data, { maxRows });
   const sum = el("div", "score-sum");
   const tok = data.tokens[data.index];
-  sum.append(vectorRow("output z", data.z, `Σ softmax × v: what head ${data.head} writes for this token`));
-  const same = data.z_check < 1e-12 ? "exactly" : `within ${data.z_check.toExponential(1)}`;
-  const checks = [`It equals the model's own output (hook_z) ${same}.`];
+  sum.append(vectorRow("output z", data.z, "= Σ softmax × v"));
+  const same = data.z_check < 1e-12 ? "exactly" : `within ${fmtMeasured(data.z_check)}`;
+  const checks = [`Head ${data.head}'s output for this token; it equals the model's own (hook_z) ${same}.`];
   if (data.hidden_weight > 0.0005) checks.push(`Keys without vectors shown carry ${(data.hidden_weight * 100).toFixed(1)}% of the weight.`);
   if (omitted > 0) checks.push(`${omitted} more keys (masked or light) are left out of the table.`);
   sum.append(el("p", "score-check", checks.join(" ")));

@@ -73,7 +73,10 @@ async function score(ctx) {
   const heads = await rolesOf(ctx);
   const prev = role(heads, "previous_token");
   const h = prev.heads[0] || prev.best;
-  const s = await api.score({ prompt: ctx.prompt, model: ctx.model || null, layer: h.layer, head: h.head, vectors: 12 });
+  const body = { prompt: ctx.prompt, model: ctx.model || null, layer: h.layer, head: h.head, vectors: 12 };
+  const last = await api.score(body);
+  // A query two tokens before the end, so the class also sees the mask hide the tokens after it.
+  const s = last.n > 3 ? await api.score({ ...body, index: last.n - 3 }) : last;
   const view = el("div", "lesson-score");
   renderScore(view, s, { maxRows: 9, stripPx: 96 });
   const top = s.keys.reduce((a, b) => (b.weight > a.weight ? b : a));
