@@ -211,7 +211,8 @@ async function block(ctx) {
     lead: [
       `x is a shared notepad: in block L${L} the attention adds to x, then the feed-forward adds to it again; nothing is replaced. ` +
         `Bars: the length of “${a.tokens[i]}”'s vector at each step.`,
-      "Attention moves information between tokens; the feed-forward works on each token alone, and holds most of the weights: " +
+      "Attention moves information between tokens; the feed-forward works on each token alone, and holds " +
+        `${live.feed_forward_share > 0.5 ? "most of the weights" : "this share of the weights"}: ` +
         `${pct(live.feed_forward_share)} of this model's block parameters, ${pct(ref.feed_forward_share)} in ${ref.name}.`,
     ],
     view,
