@@ -133,6 +133,23 @@ def test_lesson_step_survives_a_reload(server, page):
     wait_step(page, "rope")
 
 
+def test_lesson_follows_the_model_selector(server, page):
+    url, gpt2 = server
+    page.goto(f"{url}/lesson?step=4")
+    wait_step(page, "gqa")
+    models = {m["name"]: m for m in get_json(url + "/api/models")["models"]}
+    bundled = models["classroom"]
+    share = f"{bundled['n_head']} query heads share {bundled['n_kv_head']} key/value heads"
+    assert share in page.locator("#lesson-lead").inner_text()
+    page.locator("#model-select").select_option(gpt2)
+    heads = models[gpt2]["n_head"]
+    page.wait_for_function(
+        "t => document.getElementById('lesson-lead').textContent.includes(t)",
+        arg=f"every one of the {heads} heads has its own keys and values",
+    )
+    assert f"model={gpt2}" in page.url and "step=4" in page.url
+
+
 def test_lesson_keys_do_not_step_while_typing_the_prompt(server, page):
     url, _ = server
     page.goto(f"{url}/lesson?step=2")
