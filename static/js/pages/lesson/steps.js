@@ -103,7 +103,7 @@ async function many(ctx) {
   return {
     lead: [
       `This model has ${heads.n_layer} layers × ${heads.n_head} heads = ${n} heads, each with its own W_Q, W_K and W_V.`,
-      `${busy} of them earn a role on our probes (a role counts only if knocking its heads out hurts what it is for); ` +
+      `${busy ? `${busy} of them earn` : "None of them earns"} a role on our probes (a role counts only if knocking its heads out hurts what it is for); ` +
         `${heads.roles.length - earned.length} of ${heads.roles.length} roles have no head in this model.`,
     ],
     view: facts(rows),
