@@ -184,3 +184,6 @@ export const wordOrder = (body, opts) => post("/api/word-order", body, opts);
 // POST /api/rope: the RoPE clock's hands over the positions and the score-vs-offset curves (or, for a
 // GPT-2-style model, its learned position vectors).
 export const rope = (body, opts) => post("/api/rope", body, opts);
+
+// POST /api/score: how one head's score for one query is made (q, k, q·k, √d, mask, softmax, values, output).
+export const score = (body, opts) => post("/api/score", body, opts);

@@ -12,6 +12,7 @@ import { showError } from "../lib/dom.js";
 import * as gen from "./explorer_generate.js";
 import * as store from "../lib/store.js";
 import { markTokens, renderTokens } from "../views/tokens.js";
+import { showScore } from "./explorer_score.js";
 import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, scoreText, showRoles } from "./explorer_roles.js";
 import { gridCanvas, renderGrid, updateGrid } from "../views/grid.js";
 import { highlightHeatmap, renderHeatmap } from "../views/heatmap.js";
@@ -43,6 +44,7 @@ const ui = {
   precision: $("detail-precision"),
   heatmap: $("detail-heatmap"),
   lines: $("detail-lines"),
+  score: $("detail-score"),
   linesPng: $("lines-png"),
   scores: $("head-scores"),
   sink: $("sink-toggle"),
@@ -250,11 +252,15 @@ async function renderDetail() {
     filename: `attention-L${layer}H${head}`,
   };
   const lines = st.view === "lines";
-  ui.heatmap.hidden = lines;
+  const score = st.view === "score";
+  ui.heatmap.hidden = lines || score;
   ui.lines.hidden = !lines;
   ui.linesPng.hidden = !lines;
+  ui.score.hidden = !score;
+  if (score) ui.precision.textContent = `The query is the selected token (${selectedPos()}); click a token to change it. Hover a strip for its numbers.`;
   await guarded(errors.detail, async () => {
-    if (lines) renderLines(ui.lines, data);
+    if (score) await showScore(ui.score, errors.detail, { prompt: current.prompt, model: current.model, layer, head, index: selectedPos() });
+    else if (lines) renderLines(ui.lines, data);
     else await renderHeatmap(ui.heatmap, data);
   });
   renderScores(precise ? exact.scores : null);
@@ -416,6 +422,7 @@ store.subscribe((st, changed, source) => {
   if (!current) return;
   if (changed.has("layer") || changed.has("head") || changed.has("view") || changed.has("sink")) renderDetail();
   if (changed.has("pos")) {
+    if (st.view === "score") renderDetail();
     renderPosViews();
     renderLensView();
   }
