@@ -1,0 +1,58 @@
+"""POST /api/cost/memory: peak memory measured on this server, within the timing limits and lock."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from app.cost.schemas import MemoryResponse
+from app.exclusive import exclusive
+from labs.cost import timing_bytes
+from model import load
+from tests.api_helpers import client_for, save_tiny
+
+pytestmark = pytest.mark.skipif(
+    not os.access("/proc/self/clear_refs", os.W_OK), reason="needs Linux's peak-RSS reset"
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    return save_tiny(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="module")
+def client(tiny_folder):
+    with client_for(tiny_folder, cache_bytes=0, max_cost_n=1024) as c:
+        yield c
+
+
+def test_memory_numbers_come_from_the_server(client, tiny_folder):
+    r = client.post("/api/cost/memory", json={"max_n": 1024})
+    assert r.status_code == 200, r.text
+    data = MemoryResponse.model_validate(r.json())
+    cfg = load(tiny_folder).config
+    assert data.ns == [64, 128, 256, 512, 1024] and data.device == "cpu" and "VmHWM" in data.method
+    assert data.predicted == [timing_bytes(cfg, n) for n in data.ns]
+    assert data.explicit[-1] / data.explicit[-2] > 3.2  # n²
+    assert data.fused[-1] < data.predicted[-1] / 4  # no n x n matrix kept
+    assert data.fits["explicit"].exponent > data.fits["fused"].exponent + 0.5
+    assert f"{data.explicit[-1] / 2**20:,.1f} MiB" in data.sentence
+    again = client.post("/api/cost/memory", json={"max_n": 1024}).json()
+    assert again["seconds"] != data.seconds  # measured afresh, never cached
+
+
+def test_memory_respects_the_timing_limits(tiny_folder):
+    with client_for(tiny_folder, cache_bytes=0, max_cost_n=4096, max_timing_bytes=2**20) as c:
+        r = c.post("/api/cost/memory", json={"max_n": 512})
+        assert r.status_code == 422 and "limits.max_timing_bytes" in r.json()["detail"]
+        assert c.post("/api/cost/memory", json={"max_n": 8192}).status_code == 422
+        assert c.post("/api/cost/memory", json={"max_n": 16}).status_code == 422
+
+
+def test_memory_waits_for_no_other_measurement(client):
+    with exclusive("timing", hold_s=7):  # the test client's app runs here: its lock is ours
+        r = client.post("/api/cost/memory", json={"max_n": 128})
+    assert r.status_code == 503 and "another measurement" in r.json()["detail"]
+    assert int(r.headers["retry-after"]) >= 1
