@@ -44,12 +44,12 @@ def human_bytes(b: float) -> str:
 
 def memory_sentence(m, fits: dict) -> str:
     """The chapter's claim (a fused kernel does the n² work without n² memory) checked on this server."""
-    mib, i = 2**20, len(m.ns) - 1
+    i = len(m.ns) - 1
     e, f = fits["explicit"], fits["fused"]
-    n, ex, fu = m.ns[i], m.peak["explicit"][i] / mib, m.peak["sdpa"][i] / mib
+    n, ex, fu = m.ns[i], m.peak["explicit"][i], m.peak["sdpa"][i]
     sentence = (
-        f"At n = {n:,} one layer's explicit attention held {ex:,.1f} MiB at its peak and the fused kernel "
-        f"{fu:,.1f} MiB ({ex / max(fu, 1e-9):,.0f}x less). Doubling n multiplied the explicit peak by "
+        f"At n = {n:,} one layer's explicit attention held {human_bytes(ex)} at its peak and the fused kernel "
+        f"{human_bytes(fu)} ({ex / max(fu, 1):,.0f}x less). Doubling n multiplied the explicit peak by "
         f"{e['doubling_factor']:.1f} (n² gives 4) and the fused one by {f['doubling_factor']:.1f} (n gives 2)."
     )
     if f["exponent"] >= 1.5:

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from app.cost.schemas import MemoryResponse
+from app.cost.text import human_bytes
 from app.exclusive import exclusive
 from labs.cost import timing_bytes
 from model import load
@@ -38,7 +39,7 @@ def test_memory_numbers_come_from_the_server(client, tiny_folder):
     assert data.explicit[-1] / data.explicit[-2] > 3.2  # n²
     assert data.fused[-1] < data.predicted[-1] / 4  # no n x n matrix kept
     assert data.fits["explicit"].exponent > data.fits["fused"].exponent + 0.5
-    assert f"{data.explicit[-1] / 2**20:,.1f} MiB" in data.sentence
+    assert human_bytes(data.explicit[-1]) in data.sentence
     again = client.post("/api/cost/memory", json={"max_n": 1024}).json()
     assert again["seconds"] != data.seconds  # measured afresh, never cached
 
