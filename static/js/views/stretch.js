@@ -41,7 +41,7 @@ export async function renderStretch(el, data) {
     ...baseLayout(t),
     margin: { t: 28, r: 12, b: 8, l: 8 },
     showlegend: true,
-    legend: { orientation: "h", y: -0.2, x: 0, font: { size: t.font } },
+    legend: { orientation: "h", x: 0, y: -0.26, yanchor: "top", font: { size: t.font } },
     shapes, annotations,
     xaxis: { title: { text: "position in the window (tokens)" }, range: [0, data.length], automargin: true, gridcolor: t.grid, zeroline: false },
     yaxis: { title: { text: "next-token loss (nats)" }, range: [0, top], automargin: true, gridcolor: t.grid, zeroline: false },
