@@ -36,6 +36,10 @@ IMPLS = ("explicit", "sdpa")
 CHILD_TIMEOUT_S = 120.0
 
 
+class MeasurementFailed(RuntimeError):
+    """The child process failed or ran out of time."""
+
+
 @dataclass(frozen=True)
 class Memory:
     ns: list[int]
@@ -48,6 +52,13 @@ class Memory:
 
     def fit(self, impl: str) -> dict:
         return fit_exponent(self.ns, [max(b, 1) for b in self.peak[impl]])
+
+
+def unsupported(device: str) -> str | None:
+    """Why peaks cannot be measured here, or None: on CPU it needs Linux's resettable peak RSS."""
+    if device == "cpu" and not os.access("/proc/self/clear_refs", os.W_OK):
+        return "measuring peak memory on CPU needs Linux (/proc/self/clear_refs), which this server lacks"
+    return None
 
 
 def method(device: str) -> str:
@@ -67,14 +78,19 @@ def peak_memory(cfg: ModelConfig, cap: int, device: str = "cpu", threads: int | 
     ns = [n for n in ladder(cap) if n >= 64] or ladder(cap)
     threads = threads or torch.get_num_threads()
     job = {"config": cfg.to_dict(), "ns": ns, "device": device, "threads": threads}
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "PYTHONPATH": path}
     start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "labs.memory", "--child"], input=json.dumps(job), capture_output=True,
-        text=True, cwd=ROOT, env=env, timeout=CHILD_TIMEOUT_S, check=False,
-    )  # fmt: skip
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "labs.memory", "--child"], input=json.dumps(job), capture_output=True,
+            text=True, cwd=ROOT, env=env, timeout=CHILD_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise MeasurementFailed(f"the memory measurement took more than {CHILD_TIMEOUT_S:.0f} s") from None
     if done.returncode != 0:
-        raise RuntimeError(f"the memory measurement failed: {done.stderr.strip().splitlines()[-1:]}")
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise MeasurementFailed(f"the memory measurement failed ({last})")
     peak = json.loads(done.stdout.strip().splitlines()[-1])
     return Memory(ns, peak, [timing_bytes(cfg, n) for n in ns],
                   method(device), device, threads, time.perf_counter() - start)  # fmt: skip

@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 
 from labs.cost import cost_report, time_attention, timing_cap
-from labs.memory import peak_memory
+from labs.memory import MeasurementFailed, peak_memory, unsupported
 from model import LanguageModel
 
-from ..errors import BadInput
+from ..errors import BadInput, Busy, sentence
 from ..exclusive import exclusive
 from ..runtime import Runtime
 from ..wire import rounded
@@ -62,8 +62,13 @@ def memory(rt: Runtime, req: MemoryRequest) -> bytes:
     lm = rt.lm(req.model)
     max_n = ladder_top(rt, lm, req.max_n)
     device = next(lm.net.parameters()).device.type
+    if why := unsupported(device):
+        raise BadInput(sentence(ValueError(why)))
     with exclusive("timing", hold_s=MEMORY_HOLD_S):
-        m = rt.run(lambda: peak_memory(lm.config, max_n, device), "timing")
+        try:
+            m = rt.run(lambda: peak_memory(lm.config, max_n, device), "timing")
+        except MeasurementFailed as e:  # the child failed or ran out of time: say so, try again later
+            raise Busy(f"{sentence(e)} Try again in a minute.", retry_after=60) from e
     fits = {"explicit": m.fit("explicit"), "fused": m.fit("sdpa")}
     return MemoryResponse(
         model=lm.name, device=m.device, threads=m.threads, method=m.method, ns=m.ns, explicit=m.peak["explicit"],

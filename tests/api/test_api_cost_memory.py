@@ -57,3 +57,20 @@ def test_memory_waits_for_no_other_measurement(client):
         r = client.post("/api/cost/memory", json={"max_n": 128})
     assert r.status_code == 503 and "another measurement" in r.json()["detail"]
     assert int(r.headers["retry-after"]) >= 1
+
+
+def test_memory_failures_are_sentences(client, monkeypatch):
+    import app.cost.handler as handler
+    from labs.memory import MeasurementFailed
+
+    def fail(*_):
+        raise MeasurementFailed("the memory measurement took more than 120 s")
+
+    monkeypatch.setattr(handler, "peak_memory", fail)
+    r = client.post("/api/cost/memory", json={"max_n": 128})
+    assert r.status_code == 503 and r.json()["detail"].startswith(
+        "The memory measurement took more than 120 s."
+    )
+    monkeypatch.setattr(handler, "unsupported", lambda device: "measuring peak memory on CPU needs Linux")
+    r = client.post("/api/cost/memory", json={"max_n": 128})
+    assert r.status_code == 422 and r.json()["detail"] == "Measuring peak memory on CPU needs Linux."
