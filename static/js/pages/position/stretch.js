@@ -11,6 +11,7 @@ const RETRY_MS = 5000;
 
 const ui = {
   panel: byId("stretch-panel"),
+  title: byId("stretch-title"),
   message: byId("stretch-message"),
   sentence: byId("stretch-sentence"),
   status: byId("stretch-status"),
@@ -52,6 +53,9 @@ export async function load() {
 
 export function draw() {
   if (!data) return;
+  ui.title.textContent = data.applies
+    ? "RoPE stretched: reading past the training length"
+    : "Past the training length: a learned table has no row to read";
   ui.message.textContent = data.message;
   ui.sentence.textContent = data.sentence;
   ui.plot.hidden = !data.applies;
