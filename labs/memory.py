@@ -75,7 +75,9 @@ def method(device: str) -> str:
 def peak_memory(cfg: ModelConfig, cap: int, device: str = "cpu", threads: int | None = None) -> Memory:
     """Peak bytes one layer's attention adds at n = 16, 32, ... cap, explicit and fused, measured in a
     child process (see the module's docstring)."""
-    ns = [n for n in ladder(cap) if n >= 64] or ladder(cap)
+    ns = [n for n in ladder(cap) if n >= 64]  # below, a page of memory is a large share of the peak
+    if len(ns) < 2:
+        raise ValueError(f"measure up to at least n = 128 (asked {cap}): an exponent needs two sizes")
     threads = threads or torch.get_num_threads()
     job = {"config": cfg.to_dict(), "ns": ns, "device": device, "threads": threads}
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)

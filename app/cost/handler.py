@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import torch
 
-from labs.cost import cost_report, time_attention, timing_cap
+from labs.cost import cost_report, ladder, time_attention, timing_cap
 from labs.memory import MeasurementFailed, peak_memory, unsupported
 from model import LanguageModel
 
 from ..errors import BadInput, Busy, sentence
 from ..exclusive import exclusive
-from ..runtime import Runtime
+from ..runtime import Answer, Runtime, cache_key
 from ..wire import rounded
 from . import text
 from .schemas import CostRequest, CostResponse, MemoryRequest, MemoryResponse, TimingRequest, TimingResponse
@@ -58,15 +58,26 @@ def ladder_top(rt: Runtime, lm: LanguageModel, asked: int | None) -> int:
 
 
 def memory(rt: Runtime, req: MemoryRequest) -> bytes:
-    """Not cached: measured afresh, in a child process, under the same one-at-a-time lock as timings."""
+    """Measured in a child process under the same one-at-a-time lock as timings, then cached per model
+    and ladder: unlike a time, a peak does not depend on what else the server is doing."""
     lm = rt.lm(req.model)
-    max_n = ladder_top(rt, lm, req.max_n)
+    top = ladder(ladder_top(rt, lm, req.max_n))[-1]  # 1000 measures what 512 does: one cache entry
     device = next(lm.net.parameters()).device.type
     if why := unsupported(device):
         raise BadInput(sentence(ValueError(why)))
+    req = req.model_copy(update={"max_n": top})
+    key = cache_key("cost-memory", lm, req)
+    body = rt.cache.get(key)
+    if body is None:
+        body = Answer.of(measure_memory(rt, lm, top, device).model_dump_json().encode(), key)
+        rt.cache.put(key, body)
+    return body
+
+
+def measure_memory(rt: Runtime, lm: LanguageModel, top: int, device: str) -> MemoryResponse:
     with exclusive("timing", hold_s=MEMORY_HOLD_S):
         try:
-            m = rt.run(lambda: peak_memory(lm.config, max_n, device), "timing")
+            m = rt.run(lambda: peak_memory(lm.config, top, device), "timing")
         except MeasurementFailed as e:  # the child failed or ran out of time: say so, try again later
             raise Busy(f"{sentence(e)} Try again in a minute.", retry_after=60) from e
     fits = {"explicit": m.fit("explicit"), "fused": m.fit("sdpa")}
@@ -74,7 +85,7 @@ def memory(rt: Runtime, req: MemoryRequest) -> bytes:
         model=lm.name, device=m.device, threads=m.threads, method=m.method, ns=m.ns, explicit=m.peak["explicit"],
         fused=m.peak["sdpa"], predicted=m.predicted, fits={k: fit_json(f) for k, f in fits.items()},
         sentence=text.memory_sentence(m, fits), seconds=rounded(m.seconds, 2),
-    ).model_dump_json().encode()  # fmt: skip
+    )  # fmt: skip
 
 
 def fit_json(f: dict) -> dict:

@@ -70,5 +70,6 @@ def memory(req: MemoryRequest, rt: Rt) -> Response:
     """Peak memory of one layer of the live model's attention (its shapes), explicit (every head's
     n x n scores and probabilities materialised) and fused (`F.scaled_dot_product_attention`), at
     n = 64, 128, ... max_n on this server, measured in a fresh child process, with the exponent of
-    bytes against n. Within limits.max_timing_bytes; one measurement (timing or memory) at a time."""
+    bytes against n. Within limits.max_timing_bytes; one measurement (timing or memory) at a time;
+    then cached per model and ladder (peaks do not depend on the server's load)."""
     return json(handler.memory(rt, req))

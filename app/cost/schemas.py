@@ -148,7 +148,7 @@ class MemoryRequest(Body):
     model_config = _examples({}, {"max_n": 1024})
     model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
     max_n: int | None = Field(
-        default=None, ge=64,
+        default=None, ge=128,
         description="Largest n of the 64, 128 ... ladder (within limits.max_timing_n); null = the server's default.",
     )  # fmt: skip
 
