@@ -162,18 +162,21 @@ def build(
                 f"{folder}: {k} has shape {tuple(v.shape)}, config says {tuple(expected[k].shape)}"
             )
     try:
-        net.load_state_dict(
-            {k: v.to(dtype) for k, v in sd.items() if k in expected}, strict=False, assign=True
-        )
+        # A tied head is the embedding itself (tied again below): converting it too would make a second
+        # copy of the largest matrix (1 GB for Llama-3.2-1B in float32) just to throw it away.
+        tied = {"unembed.weight"} if cfg.tie_embeddings else set()
+        weights = {k: v.to(dtype) for k, v in sd.items() if k in expected and k not in tied}
+        net.load_state_dict(weights, strict=False, assign=True)
     except (RuntimeError, MemoryError) as e:
         raise ModelLoadError(
             f"{folder}: the weights do not fit in this machine's memory at {dtype}: {e}"
         ) from e
-    if cfg.tie_embeddings:  # assign=True gave each name its own Parameter; one tensor, one Parameter
+    if cfg.tie_embeddings:  # one Parameter under both names, as Transformer() ties them
         net.unembed.weight = net.embed.weight
-    for block in net.blocks:
-        if cfg.arch == "llama":  # RoPE's speeds: not in any checkpoint, computed in float32 as Attention does
-            block.attn.inv_freq = rope_inv_freq(cfg.hd, cfg.rope_base, cfg.rope_llama3).float()
+    if cfg.arch == "llama":  # RoPE's speeds are in no checkpoint: computed in float32, as Attention does
+        inv_freq = rope_inv_freq(cfg.hd, cfg.rope_base, cfg.rope_llama3).float()
+        for block in net.blocks:
+            block.attn.inv_freq = inv_freq
     left = [n for n, t in [*net.named_parameters(), *net.named_buffers()] if t.is_meta]
     if left:
         raise ModelLoadError(f"{folder}: no weights for {left[:5]}")
