@@ -84,10 +84,15 @@ def missing_files(folder: Path) -> list[str]:
     return [*missing, "model.safetensors"]
 
 
-def fetch_command(repo: str, revision: str) -> str:
+def fetch_advice(repo: str, revision: str) -> str:
+    """What to do on a connected machine, and where the result goes here."""
     rev = "" if revision == "main" else f" --revision {revision}"
     include = " ".join(f'--include "{p}"' if "*" in p else f"--include {p}" for p in PATTERNS)
-    return f"pip install huggingface_hub && hf download {repo}{rev} {include}"
+    return (
+        f"on a machine with internet run `pip install huggingface_hub && hf download {repo}{rev} {include}`, "
+        f"then copy the folder {repo_folder(repo).name} from that machine's ~/.cache/huggingface/hub into "
+        f"{cache_dir()} here (or set HF_HUB_CACHE to where it is)"
+    )
 
 
 def resolve(spec: str) -> Path:
@@ -102,9 +107,7 @@ def resolve(spec: str) -> Path:
     have = f" (its snapshot {snapshot} lacks {', '.join(missing_files(snapshot))})" if snapshot else ""
     raise HubError(
         f"{spec!r} is not a bundled model, not a folder, and not in the Hugging Face cache {cache_dir()}"
-        f"{have}, and it cannot be downloaded here ({why}): on a machine with internet run "
-        f"`{fetch_command(repo, revision)}`, then copy the folder {repo_folder(repo).name} from that "
-        f"machine's ~/.cache/huggingface/hub into {cache_dir()} here (or set HF_HUB_CACHE to where it is)"
+        f"{have}, and it cannot be downloaded here ({why}): {fetch_advice(repo, revision)}"
     )
 
 
@@ -150,9 +153,7 @@ def download(repo: str, revision: str) -> Path:
     except Exception as e:  # noqa: BLE001 - httpx/OSError/timeouts: the network is the problem
         raise HubError(
             f"{spec!r} is not in the Hugging Face cache {cache_dir()} and downloading it failed "
-            f"({type(e).__name__}: {_first_line(e)}): on a machine with internet run "
-            f"`{fetch_command(repo, revision)}`, then copy the folder {repo_folder(repo).name} into "
-            f"{cache_dir()} here"
+            f"({type(e).__name__}: {_first_line(e)}): {fetch_advice(repo, revision)}"
         ) from e
     return Path(folder)
 
