@@ -35,7 +35,7 @@ def is_hub_name(spec: str) -> bool:
 def split_name(spec: str) -> tuple[str, str]:
     """ "org/name@rev" -> ("org/name", "rev"); the revision is "main" when none is given."""
     m = HUB_NAME.fullmatch(spec)
-    if m is None:
+    if m is None or ".." in spec:  # the revision names a file under refs/: never a way out of it
         raise HubError(f"{spec!r} is not a Hugging Face model name (org/name or name, optionally @revision)")
     return m["repo"], m["rev"] or "main"
 
@@ -125,7 +125,11 @@ def offline_reason() -> str | None:
 def download(repo: str, revision: str) -> Path:
     """Only the files we read, into the standard cache, with huggingface_hub's progress bars."""
     import huggingface_hub
-    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
+    except ImportError:  # huggingface_hub before 0.23 kept them in utils
+        from huggingface_hub.utils import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
 
     spec = repo if revision == "main" else f"{repo}@{revision}"
     try:

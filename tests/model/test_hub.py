@@ -67,8 +67,10 @@ def test_hub_cache_location_follows_huggingface_hub(tmp_path, monkeypatch):
 def test_hub_names_are_told_from_paths():
     for name in ("gpt2", "Qwen/Qwen2.5-0.5B", "meta-llama/Llama-3.2-1B@main", f"gpt2@{commit_id(1)}"):
         assert hub.is_hub_name(name), name
-    for path in ("/tmp/model", "./model", "a/b/c", "../gpt2", "org/..", "", "gpt2@"):
+    for path in ("/tmp/model", "./model", "a/b/c", "../gpt2", "org/..", "", "gpt2@", "gpt2@../../x"):
         assert not hub.is_hub_name(path), path
+    with pytest.raises(hub.HubError):
+        hub.split_name("gpt2@../../../etc")
 
 
 def test_hub_missing_offline_is_one_sentence_naming_the_command(cache):
