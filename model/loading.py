@@ -10,9 +10,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from . import hub
 from .config import ModelConfig
 from .hf_names import SUPPORTED, UnsupportedModel, config_from_hf, state_dict_from_hf
+from .hub import HubError, is_hub_name, resolve
 from .lm import LanguageModel
 from .tokenizer import Tokenizer
 from .transformer import Transformer, rope_inv_freq
@@ -98,10 +98,10 @@ def locate(name_or_path: str | Path) -> tuple[Path, str]:
         return folder, spec
     if Path(spec).is_dir():
         return Path(spec), Path(spec).name
-    if isinstance(name_or_path, str) and hub.is_hub_name(spec):
+    if isinstance(name_or_path, str) and is_hub_name(spec):
         try:
-            return hub.resolve(spec), spec
-        except hub.HubError as e:
+            return resolve(spec), spec
+        except HubError as e:
             raise ModelLoadError(str(e)) from e
     raise ModelLoadError(
         f"{spec!r} is neither a bundled model ({', '.join(BUNDLED)}) nor a folder"
