@@ -30,7 +30,7 @@ export function fitGrid(el, s, zoom = 0) {
   const header = 6 + (s.grouped ? 2 : 1) * (headRow + GAP) + GAP;
   const badge = Math.round(fs * 0.7);
   const width = el.clientWidth || 600;
-  const widthFit = Math.floor((width - label - gaps * groupGap - (s.H + gaps + 1) * GAP - 4) / s.H);
+  const widthFit = Math.floor((width - label - gaps * groupGap - (s.H + gaps + 1) * GAP - 14) / s.H);
   const room = roomInWindow(el);
   const heightFit = Math.floor((room - header - 4) / s.L - GAP - badge);
   // The whole model at once if it stays readable, else as wide as the box allows.
