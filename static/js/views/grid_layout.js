@@ -2,9 +2,10 @@
 //
 // Sizes: the grid lives in a box that ends inside the window, so the open head beside it stays in view.
 // The thumbnails show the whole model at once when that keeps them at a readable size (--hg-min-thumb-px,
-// larger in presenter mode); otherwise they fill the box's width, or stay at that minimum and the box
-// scrolls, with the layer labels and head labels held in place (sticky, app.css). A zoom step makes
-// them 1.25x larger or smaller than that fit, never below the minimum.
+// larger in presenter mode) and not much smaller than the width allows; otherwise they fill the box's
+// width, or stay at that minimum, and the box scrolls, with the layer labels and head labels held in
+// place (sticky, app.css). A zoom step makes them 1.25x larger or smaller than that fit, never below
+// the minimum.
 //
 // Keyboard (the grid is one tab stop, a roving tabindex): arrows move one head, Home/End to the first or
 // last head of the layer (with Ctrl: of the grid), PageUp/PageDown by as many layers as the box shows.
@@ -12,6 +13,7 @@
 const GAP = 4; // px between cells: `.hg { gap }` in app.css
 const MAX_THUMB = 150;
 export const ZOOM_STEP = 1.25;
+const WHOLE_MODEL_SHRINK = 0.7; // the most the pictures shrink to show every layer without scrolling
 
 const cssPx = (cs, name, fallback) => parseFloat(cs.getPropertyValue(name)) || fallback;
 
@@ -33,8 +35,10 @@ export function fitGrid(el, s, zoom = 0) {
   const widthFit = Math.floor((width - label - gaps * groupGap - (s.H + gaps + 1) * GAP - 14) / s.H);
   const room = roomInWindow(el);
   const heightFit = Math.floor((room - header - 4) / s.L - GAP - badge);
-  // The whole model at once if it stays readable, else as wide as the box allows.
-  const fit = Math.min(widthFit, heightFit) >= min ? Math.min(widthFit, heightFit) : widthFit;
+  // The whole model at once if that keeps the pictures readable and not much smaller than the box's
+  // width allows; else as wide as the box allows, and the box scrolls.
+  const all = Math.min(widthFit, heightFit);
+  const fit = all >= min && all >= WHOLE_MODEL_SHRINK * widthFit ? all : widthFit;
   const start = Math.max(min, Math.min(MAX_THUMB, fit));
   const zoomMin = Math.ceil(Math.log(min / start) / Math.log(ZOOM_STEP) - 1e-9);
   const zoomMax = Math.floor(Math.log(MAX_THUMB / start) / Math.log(ZOOM_STEP) + 1e-9);
