@@ -111,7 +111,9 @@ def test_grid_fits_the_window_and_reaches_every_layer(many_heads, pages, model, 
     assert head_in_view(page, 0, 0)
     shoot(page, f"grid-{model}-{'presenter' if presenter else 'normal'}", full_page=False)
     # The last layer is reachable: scroll the box to its end, its label stays beside it, a click opens it.
-    page.evaluate("() => { const g = document.querySelector('#head-grid'); g.scrollTop = g.scrollLeft = 1e6; }")
+    page.evaluate(
+        "() => { const g = document.querySelector('#head-grid'); g.scrollTop = g.scrollLeft = 1e6; }"
+    )
     assert head_in_view(page, L - 1, H - 1)
     label = page.locator("#head-grid .hg-layer", has_text=f"L{L - 1}").bounding_box()
     assert label["x"] >= left - 0.5 and label["y"] + label["height"] <= bottom
@@ -149,7 +151,8 @@ def test_grid_is_one_tab_stop_that_arrows_page_and_enter_move_through(many_heads
     assert page.locator("#head-grid .thumb[tabindex='0']").count() == 1
     page.keyboard.press("Enter")
     page.wait_for_function(
-        "(t) => document.querySelector('#detail-title').textContent.startsWith(t)", arg=f"Layer {L - 2}, head 1"
+        "(t) => document.querySelector('#detail-title').textContent.startsWith(t)",
+        arg=f"Layer {L - 2}, head 1",
     )
     assert page.locator(f'#head-grid .thumb.open[data-layer="{L - 2}"][data-head="1"]').count() == 1
     page.keyboard.press("Control+Home")
@@ -174,10 +177,13 @@ def test_typing_keeps_the_open_head_selected_and_in_view(many_heads, pages):
     assert head_in_view(page, 15, 31)
     assert page.locator("#detail-title").inner_text().startswith("Layer 15, head 31")
     # Zoom in: larger pictures, and the open head still in view.
-    before = page.evaluate("() => document.querySelector('#head-grid .thumb canvas').getBoundingClientRect().width")
+    before = page.evaluate(
+        "() => document.querySelector('#head-grid .thumb canvas').getBoundingClientRect().width"
+    )
     page.locator("#grid-larger").click()
     page.wait_for_function(
-        "(w) => document.querySelector('#head-grid .thumb canvas').getBoundingClientRect().width > w", arg=before
+        "(w) => document.querySelector('#head-grid .thumb canvas').getBoundingClientRect().width > w",
+        arg=before,
     )
     assert head_in_view(page, 15, 31)
     shoot(page, "grid-llama-16x32-typed-zoomed", full_page=False)
@@ -221,5 +227,7 @@ def test_grid_paints_the_heads_in_view_first_then_the_rest(many_heads, pages):
     assert r["open"] and not r["corner"]  # the box shows the open head (bottom right), not L0H0
     assert r["all"]
     ms = statistics.median(r["times"][1:])
-    print(f"\n512 heads at n={r['n']}: decoded trace -> grid in the next frame, median {ms:.0f} ms "
-          f"({sum(r['firstPaint'])} heads in view painted first; load {os.getloadavg()[0]:.1f})")
+    print(
+        f"\n512 heads at n={r['n']}: decoded trace -> grid in the next frame, median {ms:.0f} ms "
+        f"({sum(r['firstPaint'])} heads in view painted first; load {os.getloadavg()[0]:.1f})"
+    )
