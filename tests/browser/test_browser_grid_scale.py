@@ -1,7 +1,7 @@
-"""The head grid at the sizes of the models the field teaches with: GPT-2 small's 12 x 12 heads and
-Llama-3.2-1B's 16 x 32 heads with 8 K/V heads, on random-weight models of those head layouts (tiny widths,
-so they load and run fast). The grid must fit the window, reach every layer, move by keyboard, and keep
-the open head in view."""
+"""The head grid at the sizes of the models the field teaches with: GPT-2 small's 12 x 12 heads,
+Qwen2.5-0.5B's 24 x 14 with 2 K/V heads and Llama-3.2-1B's 16 x 32 with 8 K/V heads, on random-weight
+models of those head layouts (tiny widths, so they load and run fast). The grid must fit the window,
+reach every layer, move by keyboard, and keep the open head in view."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ SIZES = [(1280, 720), (1366, 768), (1920, 1080)]
 MODELS = {
     "llama-16x32": dict(arch="llama", n_layer=16, n_head=32, n_kv_head=8, d_model=128, d_ff=128),
     "gpt2-12x12": dict(arch="gpt2", n_layer=12, n_head=12, n_kv_head=12, d_model=96, d_ff=128),
+    "qwen-24x14": dict(
+        arch="llama", n_layer=24, n_head=14, n_kv_head=2, d_model=112, d_ff=128, qkv_bias=True
+    ),
 }
 MIN_THUMB = {False: 28, True: 36}  # --hg-min-thumb-px in app.css: normal and presenter mode
 
