@@ -14,7 +14,7 @@ import * as store from "../lib/store.js";
 import { markTokens, renderTokens } from "../views/tokens.js";
 import { showScore } from "./explorer_score.js";
 import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, scoreText, showRoles } from "./explorer_roles.js";
-import { gridCanvas, renderGrid, updateGrid } from "../views/grid.js";
+import { gridCanvas, gridZoom, renderGrid, updateGrid } from "../views/grid.js";
 import { highlightHeatmap, renderHeatmap } from "../views/heatmap.js";
 import { renderLens } from "../views/lens.js";
 import { highlightLines, linesCanvas, renderLines } from "../views/lines.js";
@@ -25,6 +25,7 @@ store.define({
   pos: { type: "int", def: null }, // the token followed by the residual and next-token views; null = last
   temp: { type: "float", def: 1 },
   sink: { type: "bool", def: false }, // true: hide token 0 and renormalise the rows
+  zoom: { type: "int", def: 0 }, // head grid: steps of 1.25x from the size that fits the window
 });
 
 const TOP_K = 10; // bars in the next-token view, and the most a draw can choose among
@@ -37,6 +38,8 @@ const ui = {
   status: $("status"),
   tokens: $("tokens"),
   grid: $("head-grid"),
+  smaller: $("grid-smaller"),
+  larger: $("grid-larger"),
   gridCaption: $("grid-caption"),
   detailTitle: $("detail-title"),
   detailHint: $("detail-hint"),
@@ -182,6 +185,7 @@ function drawFast() {
     nKvHead,
     open: openHead(),
     highlight: null,
+    zoom: store.get().zoom,
     badges: gridBadges(current.model),
     onOpen: (layer, head) => {
       $("detail-why").textContent = "";
@@ -189,7 +193,14 @@ function drawFast() {
       if (ui.detailPanel?.getBoundingClientRect().top > window.innerHeight) ui.detailPanel.scrollIntoView();
     },
   });
+  ui.gridCaption.textContent = gridCaption(att, nKvHead);
   showRoles(ui.grid, current.model);
+  const zoom = gridZoom(ui.grid);
+  ui.smaller.disabled = zoom.zoom <= zoom.min;
+  ui.larger.disabled = zoom.zoom >= zoom.max;
+}
+
+function gridCaption(att, nKvHead) {
   const nRep = att.nHead / nKvHead;
   const rows = `Each square is one head's attention pattern: rows are layers 0–${att.nLayer - 1} (input side at the top), columns are heads`;
   const groups = nKvHead < att.nHead
@@ -197,7 +208,7 @@ function drawFast() {
     : "; every head has its own keys and values.";
   const pixels = parseFloat(ui.grid.style.getPropertyValue("--thumb")) * (window.devicePixelRatio || 1);
   const pooled = att.n > pixels ? ` With ${att.n} tokens, each pixel shows the largest weight among the tokens it covers.` : "";
-  ui.gridCaption.textContent = rows + groups + pooled;
+  return rows + groups + pooled;
 }
 ui.detailPanel = $("detail-panel");
 
@@ -396,6 +407,9 @@ ui.temperature.addEventListener("input", () => {
   sliderTimer = setTimeout(() => store.set({ temp: t }, { history: "replace" }), SLIDER_DEBOUNCE_MS);
 });
 for (const b of ui.viewButtons) b.addEventListener("click", () => store.set({ view: b.dataset.view }));
+for (const [button, step] of [[ui.smaller, -1], [ui.larger, 1]]) {
+  button.addEventListener("click", () => store.set({ zoom: gridZoom(ui.grid).zoom + step }, { history: "replace" }));
+}
 ui.sink.addEventListener("change", () => store.set({ sink: ui.sink.checked }));
 pngButton($("grid-png"), () => gridCanvas(ui.grid), () => `heads-${current?.data.model || "model"}`);
 pngButton(ui.linesPng, () => linesCanvas(ui.lines), () => {
@@ -420,6 +434,7 @@ store.subscribe((st, changed, source) => {
     return;
   }
   if (!current) return;
+  if (changed.has("zoom")) drawFast();
   if (changed.has("layer") || changed.has("head") || changed.has("view") || changed.has("sink")) renderDetail();
   if (changed.has("pos")) {
     if (st.view === "score") renderDetail();
