@@ -1,7 +1,7 @@
 """`python -m app`: serve Attention Atlas with uvicorn.
 
-    python -m app [--model NAME_OR_PATH]... [--host 127.0.0.1] [--port 8000] [--device cpu|cuda] [--workers N]
-                  [--debug]
+    python -m app [--model NAME_OR_PATH]... [--host 127.0.0.1] [--port 8000] [--device cpu|cuda]
+                  [--dtype float32|bfloat16|float16] [--workers N] [--debug]
     python -m app export "prompt" [--model NAME_OR_PATH] [-o lesson.html]   (one offline HTML file)
 
 Before any worker starts, every model is loaded once here and the port is bound: a broken model or a
@@ -30,7 +30,8 @@ from app.middleware import is_loopback
 from app.serving import serve
 from app.settings import Settings
 from model import LanguageModel
-from model.loading import BUNDLED, ModelLoadError, bundled_path, load
+from model.hub import is_hub_name
+from model.loading import BUNDLED, DTYPES, ModelLoadError, bundled_path, load
 
 BANNER_WIDTH = 78
 
@@ -38,7 +39,8 @@ BANNER_WIDTH = 78
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m app", description="Serve Attention Atlas in the browser.")
     p.add_argument("--model", action="append", dest="models", metavar="NAME_OR_PATH",
-                   help="a bundled model name or a model folder; repeat to offer several (first = default; "
+                   help="a bundled model name, a model folder, or a Hugging Face name (gpt2, Qwen/Qwen2.5-0.5B, "
+                        "name@revision) from the local cache; repeat to offer several (first = default; "
                         "default: classroom)")  # fmt: skip
     p.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
@@ -47,6 +49,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--device", choices=("cpu", "cuda"), default="cpu", help="where the models run (default cpu)"
     )
+    p.add_argument("--dtype", choices=tuple(DTYPES),
+                   help="the weights' dtype (default float32 on cpu, bfloat16 on cuda); attention "
+                        "probabilities are computed in float32 whatever it is")  # fmt: skip
     p.add_argument(
         "--workers", type=int, default=1, help="server processes, each with its own models (default 1)"
     )
@@ -66,8 +71,11 @@ def model_problem(spec: str) -> str | None:
         if not (bundled_path(spec) / "model.safetensors").exists():
             return f"the bundled model {spec!r} is missing from {bundled_path(spec)}; train it: make train"
         return None
-    if not Path(spec).is_dir():
-        return f"{spec!r} is neither a bundled model ({', '.join(BUNDLED)}) nor a folder"
+    if not Path(spec).is_dir() and not is_hub_name(spec):
+        return (
+            f"{spec!r} is neither a bundled model ({', '.join(BUNDLED)}) nor a folder"
+            " nor a Hugging Face model name (org/name)"
+        )
     return None
 
 
@@ -94,12 +102,13 @@ def fail(reason: str, debug: bool, exc: BaseException | None = None) -> NoReturn
     sys.exit(f"Cannot start: {reason}")
 
 
-def check_models(specs: list[str], device: str, debug: bool) -> dict[str, LanguageModel]:
-    """Load every model once, here, so a broken one stops the server before any worker starts."""
+def check_models(specs: list[str], device: str, dtype: str, debug: bool) -> dict[str, LanguageModel]:
+    """Load every model once, here, so a broken one stops the server before any worker starts (and a
+    Hugging Face name is downloaded here, once, if it must be: the workers then find it cached)."""
     loaded = {}
     for spec in specs:
         try:
-            loaded[spec] = load(spec, device=device)
+            loaded[spec] = load(spec, device=device, dtype=dtype)
         except ModelLoadError as e:
             fail(f"{e}.", debug, e)
         except Exception as e:  # noqa: BLE001 - anything else is a bug to report in one line
@@ -176,14 +185,17 @@ def main(argv: list[str] | None = None) -> None:
     ]
     os.environ["ATLAS_MODELS"] = json.dumps(models)
     os.environ["ATLAS_DEVICE"] = args.device
+    dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+    os.environ["ATLAS_DTYPE"] = dtype
     os.environ["ATLAS_HOST"] = args.host
     # Each worker gets its share of the cores: 2 workers x 2 torch threads on 2 cores only fight.
     os.environ.setdefault("ATLAS_TORCH_THREADS", str(max(1, (os.cpu_count() or 1) // args.workers)))
     settings = check_settings(args.debug)
     if not is_loopback(args.host):
         warn_public(args.host, args.port)
-    print(f"Attention Atlas: loading {', '.join(args.models)} on {args.device}; then open {url}", flush=True)
-    loaded = check_models(models, args.device, args.debug)
+    print(f"Attention Atlas: loading {', '.join(args.models)} on {args.device} ({dtype}); then open {url}",
+          flush=True)  # fmt: skip
+    loaded = check_models(models, args.device, dtype, args.debug)
     check_port(args.host, args.port, args.debug)
     names = ", ".join(lm.name for lm in loaded.values())
 

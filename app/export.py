@@ -97,8 +97,9 @@ def main(argv: list[str] | None = None) -> None:
                                 description="Write one prompt's views as a single HTML file that opens offline.")  # fmt: skip
     p.add_argument("prompt", help="the text to run through the model")
     p.add_argument(
-        "--model", default="classroom", help="a bundled model name or a model folder (default classroom)"
-    )
+        "--model", default="classroom",
+        help="a bundled model name, a model folder or a Hugging Face name such as gpt2 (default classroom)",
+    )  # fmt: skip
     p.add_argument("-o", "--output", default="lesson.html", help="the file to write (default lesson.html)")
     args = p.parse_args(argv)
     try:

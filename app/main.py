@@ -25,11 +25,12 @@ from .heads import router as heads
 from .middleware import BodyLimit, HostCheck, SecurityHeaders, SendInSlices, is_loopback
 from .position import router as position
 from .runtime import GZIP_LEVEL, GZIP_MIN_BYTES, Runtime
+from .score import router as score
 from .settings import Settings, get_settings
 from .trace import router as trace
 
 __all__ = ["create_app", "get_runtime"]
-AREAS = (trace, heads, position, cost, anatomy)
+AREAS = (trace, heads, position, cost, anatomy, score)
 
 log = logging.getLogger("uvicorn.error")
 

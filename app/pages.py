@@ -32,6 +32,7 @@ class Page(NamedTuple):
 
 PAGES = (
     Page("/", "index.html", "Explorer"),
+    Page("/lesson", "lesson.html", "Lesson"),
     Page("/atlas", "atlas.html", "Head atlas"),
     Page("/position", "position.html", "Position lab"),
     Page("/cost", "cost.html", "Cost lab"),

@@ -275,7 +275,7 @@ class Runtime:
         """The settings' models, taking any already `loaded` (keyed by spec) instead of loading them again."""
         models: dict[str, LanguageModel] = {}
         for spec in settings.models:
-            lm = (loaded or {}).get(spec) or load(spec, device=settings.device)
+            lm = (loaded or {}).get(spec) or load(spec, device=settings.device, dtype=settings.dtype)
             if lm.name in models:
                 raise ValueError(f"two models are named {lm.name!r}; rename one of the folders")
             models[lm.name] = lm

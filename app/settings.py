@@ -16,9 +16,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ATLAS_", extra="forbid")
 
-    # Bundled names or model folders; the first is the default.
+    # Bundled names, model folders or Hugging Face names (from the local cache); the first is the default.
     models: list[str] = Field(default=["classroom"], min_length=1)
     device: Literal["cpu", "cuda"] = "cpu"
+    dtype: Literal["float32", "bfloat16", "float16"] | None = None  # None: float32 on CPU, bfloat16 on CUDA
     max_prompt_chars: int = Field(default=4000, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)  # None: each model's context length
     max_cost_n: int = Field(default=4096, ge=1)  # cap for the cost experiment's sequence length

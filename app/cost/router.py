@@ -1,4 +1,5 @@
-"""The cost lab: GET/POST /api/cost (the chapter's arithmetic) and POST /api/cost/timing (measured)."""
+"""The cost lab: GET/POST /api/cost (the chapter's arithmetic), POST /api/cost/timing and
+POST /api/cost/memory (measured)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from fastapi import APIRouter, Query, Response
 from ..deps import Rt, json
 from ..schemas import ERRORS, ErrorResponse
 from . import handler
-from .schemas import CostBody, CostRequest, CostResponse, TimingRequest, TimingResponse
+from .schemas import (
+    CostBody,
+    CostRequest,
+    CostResponse,
+    MemoryRequest,
+    MemoryResponse,
+    TimingRequest,
+    TimingResponse,
+)
 
 router = APIRouter(tags=["cost"])
 BUSY = {
@@ -49,3 +58,18 @@ def timing(req: TimingRequest, rt: Rt) -> Response:
     `repeats` runs, and fits the exponent of time against n over the largest sizes. Takes a few
     seconds; one measurement runs at a time."""
     return json(handler.timing(rt, req))  # a Busy lock is a 503 with Retry-After (app/errors.py)
+
+
+@router.post(
+    "/api/cost/memory",
+    response_model=MemoryResponse,
+    responses=ERRORS | BUSY,
+    summary="Measure attention's memory",
+)
+def memory(req: MemoryRequest, rt: Rt) -> Response:
+    """Peak memory of one layer of the live model's attention (its shapes), explicit (every head's
+    n x n scores and probabilities materialised) and fused (`F.scaled_dot_product_attention`), at
+    n = 64, 128, ... max_n on this server, measured in a fresh child process, with the exponent of
+    bytes against n. Within limits.max_timing_bytes; one measurement (timing or memory) at a time;
+    then cached per model and ladder (peaks do not depend on the server's load)."""
+    return json(handler.memory(rt, req))

@@ -142,3 +142,28 @@ class TimingResponse(Strict):
     skipped: list[int] = Field(description="Sizes left out so the request stays within its time budget.")
     fits: dict[str, Fit]
     sentence: str
+
+
+class MemoryRequest(Body):
+    model_config = _examples({}, {"max_n": 1024})
+    model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
+    max_n: int | None = Field(
+        default=None, ge=128,
+        description="Largest n of the 64, 128 ... ladder (within limits.max_timing_n); null = the server's default.",
+    )  # fmt: skip
+
+
+class MemoryResponse(Strict):
+    model: str
+    device: str
+    threads: int = Field(description="torch threads the measuring process used.")
+    method: str = Field(description="What was measured, in words.")
+    ns: list[int]
+    explicit: list[int] = Field(description="Peak bytes one layer's explicit attention added at each n.")
+    fused: list[int] = Field(description="The same for F.scaled_dot_product_attention.")
+    predicted: list[int] = Field(
+        description="Every head's n x n scores and probabilities in float32: 8 x heads x n^2."
+    )
+    fits: dict[str, Fit] = Field(description="'explicit' and 'fused': exponent of bytes against n.")
+    sentence: str
+    seconds: float

@@ -1,5 +1,6 @@
 """The position lab: shuffle the tokens (POST /api/permutation), swap who bites whom
-(POST /api/word-order), and RoPE's clock with its offset-only scores (POST /api/rope)."""
+(POST /api/word-order), RoPE's clock with its offset-only scores (POST /api/rope), and RoPE run past
+its training length with and without interpolation (POST /api/rope/stretch)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from fastapi import APIRouter, Response
 
 from ..deps import Rt, json
 from ..schemas import ERRORS
-from . import handler
+from . import handler, stretch
 from .schemas import (
     PermutationRequest,
     PermutationResponse,
     RopeRequest,
     RopeResponse,
+    StretchRequest,
+    StretchResponse,
     WordOrderRequest,
     WordOrderResponse,
 )
@@ -45,3 +48,15 @@ def rope(req: RopeRequest, rt: Rt) -> Response:
     score of one query/key pair against the offset m - n at several absolute positions. GPT-2-style
     models: their learned position embeddings (similarity and principal components) instead."""
     return json(handler.rope(rt, req))
+
+
+@router.post(
+    "/api/rope/stretch", response_model=StretchResponse, responses=ERRORS, summary="RoPE stretched, measured"
+)
+def rope_stretch(req: StretchRequest, rt: Rt) -> Response:
+    """Next-token loss (nats) by position on held-out text run to `factor` x the model's context length,
+    with no scaling and with position interpolation (positions divided by each of `scales`), averaged
+    over `windows` windows and binned by position. Computed once per model and request (tens of
+    seconds on 2 CPU cores), then answered at once; while another computation runs, 503 with
+    Retry-After. GPT-2-style models: `applies` is false and `message` says why."""
+    return json(stretch.rope_stretch(rt, req))

@@ -248,3 +248,65 @@ class RopeResponse(Strict):
     clock: Clock | None = Field(description="RoPE models only.")
     curves: OffsetCurves | None = Field(description="RoPE models only.")
     learned: Learned | None = Field(description="GPT-2-style models only: learned position embeddings.")
+
+
+# ---- /api/rope/stretch ----
+
+MAX_STRETCH_FACTOR = 4  # windows up to 4x the trained length
+MAX_STRETCH_WINDOWS = 8
+MAX_STRETCH_SCALE = 16.0
+
+
+class StretchRequest(Body):
+    model_config = _examples({}, {"factor": 2, "scales": [1, 2], "windows": 2})
+    model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
+    factor: int = Field(
+        default=4, ge=2, le=MAX_STRETCH_FACTOR,
+        description="Each window is this many times the model's context length.",
+    )  # fmt: skip
+    scales: list[float] = Field(
+        default=[1.0, 2.0, 4.0], min_length=1, max_length=4,
+        description="Position-interpolation scales (positions divided by each, on top of the model's own); "
+        "1 = no scaling, always computed.",
+    )  # fmt: skip
+    windows: int = Field(
+        default=4, ge=1, le=MAX_STRETCH_WINDOWS, description="Held-out windows averaged per position."
+    )
+
+    @field_validator("scales")
+    @classmethod
+    def _scales_in_range(cls, v: list[float]) -> list[float]:
+        bad = [s for s in v if not 1 <= s <= MAX_STRETCH_SCALE]
+        if bad:
+            raise ValueError(
+                f"each scale must be between 1 (no scaling) and {MAX_STRETCH_SCALE:g}; got {bad}"
+            )
+        return sorted({1.0, *(float(s) for s in v)})
+
+
+class StretchCurve(Strict):
+    scale: float = Field(description="1 = no interpolation; s = positions divided by s.")
+    covers: int = Field(description="Positions 0..covers-1 stay within the angles training saw: C x scale.")
+    bins: list[float] = Field(
+        description="Mean loss (nats) over each bin of positions, averaged over windows."
+    )
+    inside: float = Field(description="Mean loss over positions 0..C-1 (inside the training length).")
+    beyond: float | None = Field(description="Mean loss over positions C.. (past it).")
+
+
+class StretchResponse(Strict):
+    model: str
+    positional: Literal["rope", "learned"]
+    applies: bool = Field(description="False for learned positions: there is nothing to stretch.")
+    message: str = Field(description="What was measured, or why it does not apply, in words.")
+    context_length: int = Field(description="C: the length the model trained on.")
+    length: int = Field(description="Tokens per window (factor x C).")
+    windows: int
+    tokens: int = Field(description="Held-out tokens read: windows x length.")
+    text: str = Field(description="Which held-out text, in words.")
+    unit: Literal["nats"] = "nats"
+    bin_width: int = Field(description="Positions averaged per curve point.")
+    bin_starts: list[int] = Field(description="First position of each bin.")
+    curves: list[StretchCurve]
+    sentence: str = Field(description="What interpolation fixes and what it costs, from these numbers.")
+    seconds: float = Field(description="Time the measurement took on this server.")

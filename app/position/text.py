@@ -75,3 +75,74 @@ def rope_message(cfg: ModelConfig, clock: RopeClock) -> str:
         f"The fastest turns once every {p[0]:.1f} positions: it tells neighbours apart. The slowest turns "
         f"once every {p[-1]:,.0f} positions: it tells roughly where in the text you are."
     )
+
+
+# ---- /api/rope/stretch ----
+
+STRETCH_TEXT = (
+    "held-out stories: the validation documents of the generated stories (labs/stories.py), which the "
+    "bundled classroom model never trained on, joined by blank lines as in training"
+)
+EPS_NATS = 0.05  # smaller differences are read as "about the same"
+
+
+def learned_stretch(cfg: ModelConfig, T: int) -> str:
+    C = cfg.context_length
+    return (
+        f"This model has learned positions: a table of {C:,} vectors, one per position 0-{C - 1:,}, added to "
+        f"each token. Position {C:,} has no row in that table, so the model cannot read a window of "
+        f"{T:,} tokens at all, and there is nothing to divide: interpolation is a RoPE idea (angles can be "
+        "computed for any position, a learned table cannot)."
+    )
+
+
+def stretch_message(r) -> str:
+    return (
+        f"Next-token loss (cross-entropy, nats) at each position of {r.windows} windows of {r.length:,} "
+        f"held-out tokens, {r.length // r.context_length}x the {r.context_length:,} the model trained on; "
+        f"each point averages {r.bin_width} positions of every window. Measured on this server in "
+        f"{r.seconds:.0f} s."
+    )
+
+
+def stretch_sentence(r) -> str:
+    C, T = r.context_length, r.length
+    none = next(c for c in r.curves if c.scale == 1)
+    out = [
+        f"Without scaling the loss is {none.inside:.2f} nats inside the training length and "
+        f"{none.beyond:.2f} past it (positions {C:,}-{T - 2:,}): there the slow hands reach angles training "
+        "never saw."
+        if none.beyond > none.inside + EPS_NATS
+        else f"Without scaling the loss is {none.inside:.2f} nats inside the training length and "
+        f"{none.beyond:.2f} past it: this model reads past its training length without breaking."
+    ]
+    stretched = [c for c in r.curves if c.scale > 1]
+    if not stretched:
+        return out[0]
+    best = min(stretched, key=lambda c: c.beyond)
+    s = f"{best.scale:g}"
+    if best.beyond < none.beyond - EPS_NATS:
+        out.append(
+            f"Interpolation by {s} brings the loss past it down to {best.beyond:.2f}: that is what it fixes."
+        )
+    else:
+        out.append(f"Interpolation by {s} does not bring the loss past it down ({best.beyond:.2f}).")
+    cost = best.inside - none.inside
+    if cost > EPS_NATS:
+        out.append(
+            f"What it costs: inside the training length the loss rises from {none.inside:.2f} to "
+            f"{best.inside:.2f}, because neighbouring tokens now sit 1/{s} of a position apart, closer than "
+            "training ever put them; without fine-tuning the model reads them worse."
+        )
+    else:
+        out.append(
+            f"Inside the training length it costs about nothing ({best.inside:.2f} against {none.inside:.2f})."
+        )
+    for c in stretched:
+        end = round(C * c.scale)
+        if end < T - 1 and float(c.loss[end:].mean()) > c.inside + EPS_NATS:
+            out.append(
+                f"Scale {c.scale:g} keeps only positions 0-{end - 1:,} within the trained angles; past them its "
+                f"loss climbs again ({float(c.loss[end:].mean()):.2f})."
+            )
+    return " ".join(out)

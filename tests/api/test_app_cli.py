@@ -59,7 +59,7 @@ def fake_serve(seen: dict):
     return serve
 
 
-ENV = ("ATLAS_MODELS", "ATLAS_DEVICE", "ATLAS_HOST", "ATLAS_TORCH_THREADS")
+ENV = ("ATLAS_MODELS", "ATLAS_DEVICE", "ATLAS_DTYPE", "ATLAS_HOST", "ATLAS_TORCH_THREADS")
 
 
 def test_cli_passes_settings_to_workers_and_warns_off_loopback(tmp_path, monkeypatch, capsys):

@@ -174,6 +174,9 @@ export const cost = (body, opts) => post("/api/cost", body, opts);
 // POST /api/cost/timing: the live model's attention and block timed on the server (a few seconds).
 export const costTiming = (body, opts) => post("/api/cost/timing", body, opts);
 
+// POST /api/cost/memory: peak memory of explicit and fused attention at growing n, measured.
+export const costMemory = (body, opts) => post("/api/cost/memory", body, opts);
+
 // POST /api/anatomy: the block diagram's numbers, the whole-model shapes and the parameter census.
 export const anatomy = (body, opts) => post("/api/anatomy", body, opts);
 
@@ -188,3 +191,9 @@ export const wordOrder = (body, opts) => post("/api/word-order", body, opts);
 // POST /api/rope: the RoPE clock's hands over the positions and the score-vs-offset curves (or, for a
 // GPT-2-style model, its learned position vectors).
 export const rope = (body, opts) => post("/api/rope", body, opts);
+
+// POST /api/score: how one head's score for one query is made (q, k, q·k, √d, mask, softmax, values, output).
+export const score = (body, opts) => post("/api/score", body, opts);
+
+// POST /api/rope/stretch: loss by position past the training length, with and without interpolation.
+export const ropeStretch = (body, opts) => post("/api/rope/stretch", body, opts);

@@ -6,7 +6,7 @@ import * as api from "../lib/api.js";
 import { byId, showError } from "../lib/dom.js";
 import { fmtBytes, fmtInt, fmtRatio, fmtWords } from "../lib/format.js";
 import * as store from "../lib/store.js";
-import { kvItem, renderFlops, renderKV, renderTiming } from "../views/cost.js";
+import { kvItem, renderFlops, renderKV, renderMemory, renderTiming } from "../views/cost.js";
 
 store.define({
   n: { type: "int", def: 1024 },
@@ -40,6 +40,12 @@ const ui = {
   timingStatus: byId("timing-status"),
   timingError: byId("timing-error"),
   timingPlot: byId("timing-plot"),
+  measureMemory: byId("measure-memory"),
+  memorySentence: byId("memory-sentence"),
+  memoryStatus: byId("memory-status"),
+  memoryError: byId("memory-error"),
+  memoryPlot: byId("memory-plot"),
+  memoryTable: byId("memory-table"),
 };
 
 let current = null; // the /api/cost answer on screen
@@ -180,6 +186,38 @@ async function measure() {
   }
 }
 
+// Peak memory, explicit against fused, up to the timing's n (the same memory bound applies).
+async function measureMemory() {
+  ui.measureMemory.disabled = true;
+  showError(ui.memoryError, null);
+  ui.memoryStatus.textContent = "Measuring in a fresh process on the server: 64, 128, 256 … tokens (several seconds)…";
+  try {
+    const maxN = Number(ui.timingMax.value) || null;
+    const data = await api.costMemory({ model: store.get().model || null, max_n: maxN });
+    ui.memorySentence.textContent = data.sentence;
+    ui.memoryStatus.textContent =
+      `${data.model} on ${data.device} with ${data.threads} threads; measured: ${data.method}; took ${data.seconds.toFixed(1)} s.`;
+    ui.memoryTable.hidden = false;
+    ui.memoryTable.tBodies[0].replaceChildren(
+      ...data.ns.map((n, i) => {
+        const tr = document.createElement("tr");
+        cell(tr, fmtInt(n));
+        cell(tr, fmtBytes(data.explicit[i]));
+        cell(tr, fmtBytes(data.fused[i]));
+        cell(tr, fmtBytes(data.predicted[i]));
+        return tr;
+      }),
+    );
+    ui.memoryPlot.hidden = false;
+    await renderMemory(ui.memoryPlot, data);
+  } catch (e) {
+    showError(ui.memoryError, e.message);
+    ui.memoryStatus.textContent = "";
+  } finally {
+    ui.measureMemory.disabled = false;
+  }
+}
+
 // The timing ladder's top: powers of two up to what the server times for this model (its memory
 // bound: heads x n² x 4 bytes x 2), 2,048 by default (a few seconds on 2 CPU cores; every doubling
 // costs about 4x more).
@@ -216,6 +254,7 @@ ui.slider.addEventListener("input", () => {
 for (const b of ui.presets) b.addEventListener("click", () => setN(Number(b.dataset.n), "push"));
 ui.flopsModel.addEventListener("change", () => store.set({ fm: ui.flopsModel.value }, { history: "replace" }));
 ui.measure.addEventListener("click", measure);
+ui.measureMemory.addEventListener("click", measureMemory);
 window.addEventListener("atlas:presenter", () => current && draw());
 
 store.subscribe((st, changed) => {

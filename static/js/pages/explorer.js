@@ -12,8 +12,9 @@ import { showError } from "../lib/dom.js";
 import * as gen from "./explorer_generate.js";
 import * as store from "../lib/store.js";
 import { markTokens, renderTokens } from "../views/tokens.js";
+import { showScore } from "./explorer_score.js";
 import { gridBadges, mountHeadKnockout, mountRoleFilter, resetHeadKnockout, scoreText, showRoles } from "./explorer_roles.js";
-import { gridCanvas, renderGrid, updateGrid } from "../views/grid.js";
+import { gridCanvas, gridZoom, renderGrid, updateGrid } from "../views/grid.js";
 import { highlightHeatmap, renderHeatmap } from "../views/heatmap.js";
 import { renderLens } from "../views/lens.js";
 import { highlightLines, linesCanvas, renderLines } from "../views/lines.js";
@@ -24,6 +25,7 @@ store.define({
   pos: { type: "int", def: null }, // the token followed by the residual and next-token views; null = last
   temp: { type: "float", def: 1 },
   sink: { type: "bool", def: false }, // true: hide token 0 and renormalise the rows
+  zoom: { type: "int", def: 0 }, // head grid: steps of 1.25x from the size that fits the window
 });
 
 const TOP_K = 10; // bars in the next-token view, and the most a draw can choose among
@@ -36,6 +38,8 @@ const ui = {
   status: $("status"),
   tokens: $("tokens"),
   grid: $("head-grid"),
+  smaller: $("grid-smaller"),
+  larger: $("grid-larger"),
   gridCaption: $("grid-caption"),
   detailTitle: $("detail-title"),
   detailHint: $("detail-hint"),
@@ -43,6 +47,7 @@ const ui = {
   precision: $("detail-precision"),
   heatmap: $("detail-heatmap"),
   lines: $("detail-lines"),
+  score: $("detail-score"),
   linesPng: $("lines-png"),
   scores: $("head-scores"),
   sink: $("sink-toggle"),
@@ -182,6 +187,7 @@ function drawFast() {
     nKvHead,
     open: openHead(),
     highlight: null,
+    zoom: store.get().zoom,
     badges: gridBadges(current.model),
     onOpen: (layer, head) => {
       $("detail-why").textContent = "";
@@ -189,7 +195,14 @@ function drawFast() {
       if (ui.detailPanel?.getBoundingClientRect().top > window.innerHeight) ui.detailPanel.scrollIntoView();
     },
   });
+  ui.gridCaption.textContent = gridCaption(att, nKvHead);
   showRoles(ui.grid, current.model);
+  const zoom = gridZoom(ui.grid);
+  ui.smaller.disabled = zoom.zoom <= zoom.min;
+  ui.larger.disabled = zoom.zoom >= zoom.max;
+}
+
+function gridCaption(att, nKvHead) {
   const nRep = att.nHead / nKvHead;
   const rows = `Each square is one head's attention pattern: rows are layers 0–${att.nLayer - 1} (input side at the top), columns are heads`;
   const groups = nKvHead < att.nHead
@@ -198,7 +211,7 @@ function drawFast() {
   const pixels = parseFloat(ui.grid.style.getPropertyValue("--thumb")) * (window.devicePixelRatio || 1);
   const pooled = att.n > Math.min(pixels, att.side)
     ? ` With ${att.n} tokens, each pixel shows the largest weight among the tokens it covers.` : "";
-  ui.gridCaption.textContent = rows + groups + pooled;
+  return rows + groups + pooled;
 }
 ui.detailPanel = $("detail-panel");
 
@@ -256,11 +269,15 @@ async function renderDetail() {
     filename: `attention-L${layer}H${head}`,
   };
   const lines = st.view === "lines";
-  ui.heatmap.hidden = lines;
+  const score = st.view === "score";
+  ui.heatmap.hidden = lines || score;
   ui.lines.hidden = !lines;
   ui.linesPng.hidden = !lines;
+  ui.score.hidden = !score;
+  if (score) ui.precision.textContent = `The query is the selected token (${selectedPos()}); click a token to change it. Hover a strip for its numbers.`;
   await guarded(errors.detail, async () => {
-    if (lines) renderLines(ui.lines, data);
+    if (score) await showScore(ui.score, errors.detail, { prompt: current.prompt, model: current.model, layer, head, index: selectedPos() });
+    else if (lines) renderLines(ui.lines, data);
     else await renderHeatmap(ui.heatmap, data);
   });
   renderScores(precise ? exact.scores : null);
@@ -427,6 +444,9 @@ ui.temperature.addEventListener("input", () => {
   sliderTimer = setTimeout(() => store.set({ temp: t }, { history: "replace" }), SLIDER_DEBOUNCE_MS);
 });
 for (const b of ui.viewButtons) b.addEventListener("click", () => store.set({ view: b.dataset.view }));
+for (const [button, step] of [[ui.smaller, -1], [ui.larger, 1]]) {
+  button.addEventListener("click", () => store.set({ zoom: gridZoom(ui.grid).zoom + step }, { history: "replace" }));
+}
 ui.sink.addEventListener("change", () => store.set({ sink: ui.sink.checked }));
 pngButton($("grid-png"), () => gridCanvas(ui.grid), () => `heads-${current?.data.model || "model"}`);
 pngButton(ui.linesPng, () => linesCanvas(ui.lines), () => {
@@ -451,8 +471,10 @@ store.subscribe((st, changed, source) => {
     return;
   }
   if (!current) return;
+  if (changed.has("zoom")) drawFast();
   if (changed.has("layer") || changed.has("head") || changed.has("view") || changed.has("sink")) renderDetail();
   if (changed.has("pos")) {
+    if (st.view === "score") renderDetail();
     renderPosViews();
     renderLensView();
   }

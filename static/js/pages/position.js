@@ -9,11 +9,14 @@ import * as store from "../lib/store.js";
 import { setModels } from "./position/lab.js";
 import * as permutation from "./position/permutation.js";
 import * as ropeClock from "./position/rope_clock.js";
+import * as stretch from "./position/stretch.js";
 import * as wordOrder from "./position/word_order.js";
 
 const PARTS = [permutation, wordOrder, ropeClock];
 
-window.addEventListener("atlas:presenter", () => PARTS.forEach((part) => part.draw()));
+// The stretching curves are not in PARTS: they load when their panel comes into view (expensive the
+// first time), never in the first paint that `ready` waits for.
+window.addEventListener("atlas:presenter", () => [...PARTS, stretch].forEach((part) => part.draw()));
 
 async function init() {
   try {
@@ -23,11 +26,13 @@ async function init() {
     return;
   }
   for (const part of PARTS) part.mount();
+  stretch.mount();
   // Listen only after mounting: a part filling in its defaults (the example prompt) must not start a
   // load of its own before the one below, or every request of the first paint goes out twice.
   store.subscribe((st, changed) => {
     for (const part of PARTS) part.sync(st);
     for (const part of PARTS) part.onChange(st, changed);
+    stretch.onChange(st, changed);
   });
   for (const part of PARTS) part.sync(store.get());
   loadPlotly().catch((e) => showError(ropeClock.error, e.message));

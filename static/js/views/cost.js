@@ -1,5 +1,5 @@
-// The cost lab's three charts, all on log-log axes: FLOPs per layer against n, KV-cache bytes against
-// n, and the measured timings. Each is `render(el, data)`; the data come straight from the server.
+// The cost lab's charts, all on log-log axes: FLOPs per layer against n, KV-cache bytes against n, and
+// the measured timings and peak memory. Each is `render(el, data)`; the data come straight from the server.
 
 import { CATEGORY, MODEL_COLOR } from "../lib/colors.js";
 import { fmtBytes, fmtInt } from "../lib/format.js";
@@ -126,6 +126,29 @@ export async function renderTiming(el, data) {
     yaxis: logAxis(t, "median time (ms)"),
   };
   await react(el, traces, layout, config("attention-timing"));
+}
+
+// data: the /api/cost/memory answer. Measured peaks (explicit, fused) and, dotted, the n x n scores and
+// probabilities the explicit path must hold: the measured explicit line should sit on it.
+export async function renderMemory(el, data) {
+  const t = theme();
+  const series = [
+    [data.explicit, CATEGORY.attention, "explicit (n × n kept)", "lines+markers", "solid"],
+    [data.fused, CATEGORY.mlp, "fused scaled_dot_product_attention", "lines+markers", "solid"],
+    [data.predicted, t.muted, "n² scores + probabilities, 8 bytes × heads × n²", "lines", "dot"],
+  ];
+  const traces = series.map(([bytes, color, name, mode, dash]) => ({
+    type: "scatter", mode, x: data.ns, y: bytes.map((b) => Math.max(b, 1)), name, line: { color, width: 2, dash }, marker: { size: 8, color },
+    hovertemplate: `${name}<br>n = %{x:,}: %{y:.3s}B<extra></extra>`,
+  }));
+  const layout = {
+    ...baseLayout(t),
+    margin: { t: 8, r: 10, b: 10, l: 10 },
+    legend: BELOW(t),
+    xaxis: logAxis(t, "tokens n", { tickvals: data.ns, ticktext: data.ns.map(fmtInt) }),
+    yaxis: logAxis(t, "peak memory", { ticksuffix: "B" }),
+  };
+  await react(el, traces, layout, config("attention-memory"));
 }
 
 // One line of the KV list: "Llama-2-70B: 1.34 GB instead of 10.7 GB, 8× less (64 query heads share 8 K/V heads)".

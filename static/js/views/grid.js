@@ -3,13 +3,17 @@
 // grouped-query attention the query heads that share one key/value head sit together in a shaded band
 // (query head h uses K/V head floor(h / n_rep), n_rep = n_head / n_kv_head, as in Llama).
 //
-// Keyboard: arrow keys move between heads, Enter or Space opens the focused head (it is a button).
+// From 32 heads (the classroom model) to 512 (16 layers x 32 heads): the grid scrolls inside its box
+// with the layer and head labels held in place, and is one tab stop whose arrow keys move between heads
+// (sizes, scrolling and keys: grid_layout.js). Enter or Space opens the focused head (it is a button).
 
 import { LUT } from "../lib/colors.js";
+import { fitGrid, keyTarget, reveal, visibleHeads } from "./grid_layout.js";
 
 const state = new WeakMap(); // el -> {key, buttons, canvases, ...}
 const baseCache = new WeakMap(); // Attention -> Map(head index -> n x n canvas)
 
+// data: {att, nKvHead, open, highlight, badges, onOpen, zoom (steps of 1.25x from the fitted size)}
 export function renderGrid(el, data) {
   const { att, nKvHead } = data;
   let s = state.get(el);
@@ -20,9 +24,39 @@ export function renderGrid(el, data) {
     state.set(el, s);
   }
   s.data = data;
-  layout(el, s);
-  drawAll(s);
-  mark(s);
+  watchAbove(el);
+  fit(el, s, true);
+}
+
+// Size the grid to its box; repaint only when the thumbnail size changed (or `paint`). A new head, size
+// or box may have left the open head out of view: scroll the box to it.
+function fit(el, s, paint) {
+  const before = s.fit;
+  s.fit = fitGrid(el, s, s.data.zoom ?? 0);
+  s.thumb = s.fit.thumb;
+  const resized = before?.thumb !== s.fit.thumb || before?.box !== s.fit.box;
+  if (mark(s) || resized) showOpen(el, s); // first: drawAll paints what the box shows after this
+  if (paint || before?.thumb !== s.fit.thumb) drawAll(s);
+}
+
+// The box ends inside the window, so it must be fitted again when what sits above it in its panel
+// changes height (a caption that wraps differently, a control filled in later).
+const watched = new WeakSet();
+function watchAbove(el) {
+  if (watched.has(el) || !el.parentElement) return;
+  watched.add(el);
+  let frame = 0;
+  const observer = new ResizeObserver(() => {
+    cancelAnimationFrame(frame); // next frame: never resize inside the observer's own callback
+    frame = requestAnimationFrame(() => {
+      const s = state.get(el);
+      if (s?.fit) fit(el, s, false);
+    });
+  });
+  for (const e of el.parentElement.children) {
+    if (e === el) break;
+    observer.observe(e);
+  }
 }
 
 // Cheap updates that do not change the pictures' data: hover highlight and the opened head.
@@ -31,16 +65,28 @@ export function updateGrid(el, patch) {
   if (!s) return;
   s.data = { ...s.data, ...patch };
   if ("highlight" in patch) drawAll(s);
-  mark(s);
+  if (mark(s)) showOpen(el, s);
+}
+
+// The zoom the grid is drawn at, and how far it can go each way (0 = fitted to the box).
+export function gridZoom(el) {
+  const f = state.get(el)?.fit;
+  return f ? { zoom: f.zoom, min: f.zoomMin, max: f.zoomMax } : { zoom: 0, min: 0, max: 0 };
+}
+
+function showOpen(el, s) {
+  const { open } = s.data;
+  if (open && open.layer < s.L && open.head < s.H) reveal(el, s, open.layer * s.H + open.head);
 }
 
 function build(el, L, H, nKv) {
   const nRep = H / nKv;
   const grouped = nKv < H;
   const root = document.createElement("div");
-  root.className = "hg";
+  root.className = grouped ? "hg grouped" : "hg";
   root.setAttribute("role", "group");
-  root.setAttribute("aria-label", `${L} layers by ${H} heads; arrow keys move, Enter opens a head`);
+  root.setAttribute("aria-label",
+    `${L} layers by ${H} heads; arrow keys, Home, End, Page Up and Page Down move, Enter opens a head`);
   // Columns: layer label, then each K/V group's heads, with a gap column between groups.
   const cols = ["var(--hg-label)"];
   const colOf = [];
@@ -50,9 +96,12 @@ function build(el, L, H, nKv) {
     colOf.push(cols.length);
   }
   root.style.gridTemplateColumns = cols.join(" ");
-  // Each row is a picture plus the strip under it where role badges go (app.css: .thumb).
-  root.style.gridTemplateRows = `${grouped ? "auto " : ""}auto repeat(${L}, calc(var(--thumb) + var(--badge-row)))`;
+  // Rows: the header rows, a thin spacer (room for the open head's outline below the sticky header),
+  // then each layer: a picture plus the strip under it where role badges go (app.css: .thumb).
   const headerRows = grouped ? 2 : 1;
+  const first = headerRows + 2; // the grid row of layer 0
+  root.style.gridTemplateRows =
+    `repeat(${headerRows}, var(--hg-head-row)) 0px repeat(${L}, calc(var(--thumb) + var(--badge-row)))`;
   const add = (tag, cls, row, col, span = 1, text = "") => {
     const e = document.createElement(tag);
     e.className = cls;
@@ -62,11 +111,15 @@ function build(el, L, H, nKv) {
     root.append(e);
     return e;
   };
+  // Opaque backgrounds behind the sticky labels, so pictures scrolled under them do not show through.
+  add("div", "hg-cover", `1 / span ${headerRows}`, 1, cols.length);
+  add("div", "hg-side", `${first} / span ${L}`, 1);
+  add("div", "hg-corner", `1 / span ${headerRows}`, 1);
   if (grouped) {
     for (let g = 0; g < nKv; g++) {
       const col = colOf[g * nRep];
-      const band = add("div", "hg-band", `1 / span ${L + headerRows}`, col, nRep);
-      band.setAttribute("aria-hidden", "true");
+      add("div", "hg-band", `1 / span ${L + first - 1}`, col, nRep).setAttribute("aria-hidden", "true");
+      add("div", "hg-band-top", `1 / span ${headerRows}`, col, nRep).setAttribute("aria-hidden", "true");
       add("div", "hg-group", 1, col, nRep, `K/V head ${g}`).title =
         `Query heads ${g * nRep}–${g * nRep + nRep - 1} share key/value head ${g}`;
     }
@@ -75,9 +128,9 @@ function build(el, L, H, nKv) {
   const buttons = [];
   const canvases = [];
   for (let l = 0; l < L; l++) {
-    add("div", "hg-layer", l + headerRows + 1, 1, 1, `L${l}`);
+    add("div", "hg-layer", l + first, 1, 1, `L${l}`);
     for (let h = 0; h < H; h++) {
-      const b = add("button", "thumb", l + headerRows + 1, colOf[h]);
+      const b = add("button", "thumb", l + first, colOf[h]);
       b.type = "button";
       b.dataset.layer = String(l);
       b.dataset.head = String(h);
@@ -92,14 +145,15 @@ function build(el, L, H, nKv) {
     }
   }
   el.replaceChildren(root);
-  const s = { root, buttons, canvases, L, H, nKv, cursor: 0 };
+  el.scrollTop = el.scrollLeft = 0;
+  const s = { el, root, buttons, canvases, L, H, nKv, grouped, cursor: 0, openKey: null, later: 0, laterTask: 0 };
   root.addEventListener("click", (e) => {
     const b = e.target.closest(".thumb");
     if (!b) return;
     s.cursor = buttons.indexOf(b);
     s.data.onOpen?.(Number(b.dataset.layer), Number(b.dataset.head));
   });
-  root.addEventListener("keydown", (e) => move(s, e));
+  root.addEventListener("keydown", (e) => move(el, s, e));
   root.addEventListener("focusin", (e) => {
     const b = e.target.closest(".thumb");
     if (b) s.cursor = buttons.indexOf(b);
@@ -107,29 +161,16 @@ function build(el, L, H, nKv) {
   return s;
 }
 
-function move(s, e) {
-  const d = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] }[e.key];
-  if (!d) return;
+function move(el, s, e) {
+  if (e.altKey || e.shiftKey) return;
+  const k = keyTarget(el, s, e, s.cursor);
+  if (k === null) return;
   e.preventDefault();
-  const l = Math.min(s.L - 1, Math.max(0, Math.floor(s.cursor / s.H) + d[0]));
-  const h = Math.min(s.H - 1, Math.max(0, (s.cursor % s.H) + d[1]));
-  s.cursor = l * s.H + h;
-  mark(s);
-  s.buttons[s.cursor].focus();
-}
-
-// Thumbnail size: fill the panel's width, within limits that keep 8 heads readable on a projector.
-function layout(el, s) {
-  const cs = getComputedStyle(el);
-  const label = parseFloat(cs.getPropertyValue("--hg-label-px")) || 34;
-  const gap = parseFloat(cs.getPropertyValue("--hg-group-gap-px")) || 14;
-  const inner = 4;
-  const width = el.clientWidth || 600;
-  const groups = s.nKv < s.H ? s.nKv - 1 : 0;
-  const avail = width - label - groups * gap - (s.H + groups) * inner - 8;
-  const thumb = Math.max(28, Math.min(150, Math.floor(avail / s.H)));
-  el.style.setProperty("--thumb", `${thumb}px`);
-  s.thumb = thumb;
+  s.buttons[s.cursor].tabIndex = -1;
+  s.cursor = k;
+  s.buttons[k].tabIndex = 0;
+  s.buttons[k].focus({ preventScroll: true });
+  reveal(el, s, k);
 }
 
 function bases(att) {
@@ -200,18 +241,51 @@ function asCanvas(img) {
   return c;
 }
 
+// Paint the heads the box shows now, then the others a few at a time in the next frames: at 512 heads
+// the visible ones reach the screen without waiting for the rest. `data-painting` is set on the
+// grid's element until every head is painted.
 function drawAll(s) {
   const dpr = window.devicePixelRatio || 1;
   const size = Math.round(s.thumb * dpr);
-  const { att, highlight } = s.data;
-  for (let k = 0; k < s.canvases.length; k++) {
-    const c = s.canvases[k];
-    if (c.width !== size) {
-      c.width = size;
-      c.height = size;
-    }
-    drawBase(c.getContext("2d"), base(att, Math.floor(k / s.H), k % s.H, size), att.n, size, highlight);
+  cancelAnimationFrame(s.later);
+  clearTimeout(s.laterTask);
+  const seen = visibleHeads(s.el, s);
+  const rest = [];
+  for (let k = s.canvases.length - 1; k >= 0; k--) {
+    if (seen(k)) drawHead(s, k, size);
+    else rest.push(k);
   }
+  // Each slice runs as a task after the next frame has started (so the frame holding the visible
+  // heads is painted first, and whoever waits for that frame is not kept waiting by a slice).
+  const next = () => {
+    s.later = requestAnimationFrame(() => {
+      s.later = requestAnimationFrame(() => {
+        s.laterTask = setTimeout(step, 0);
+      });
+    });
+  };
+  const step = () => {
+    const end = performance.now() + PAINT_SLICE_MS;
+    while (rest.length && performance.now() < end) drawHead(s, rest.pop(), size);
+    if (rest.length) next();
+    else delete s.el.dataset.painting;
+  };
+  if (rest.length) {
+    s.el.dataset.painting = "";
+    next();
+  } else delete s.el.dataset.painting;
+}
+const PAINT_SLICE_MS = 12; // of each frame, so scrolling and typing stay smooth meanwhile
+
+// One head's picture on its canvas.
+function drawHead(s, k, size) {
+  const { att, highlight } = s.data;
+  const c = s.canvases[k];
+  if (c.width !== size) {
+    c.width = size;
+    c.height = size;
+  }
+  drawBase(c.getContext("2d"), base(att, Math.floor(k / s.H), k % s.H, size), att.n, size, highlight);
 }
 
 function drawBase(ctx, img, n, size, highlight) {
@@ -243,17 +317,21 @@ function drawHighlight(ctx, n, size, highlight) {
   ctx.strokeRect(at - 0.5, 0.5, w + 1, size - 1);
 }
 
+// Outline the open head and keep the tab stop on it when it changes; true when it changed.
 function mark(s) {
   const { open, badges } = s.data;
+  const openKey = open ? open.layer * s.H + open.head : null;
+  const changed = openKey !== s.openKey;
+  s.openKey = openKey;
+  if (changed && openKey !== null && openKey < s.buttons.length) s.cursor = openKey;
   s.buttons.forEach((b, k) => {
-    const l = Math.floor(k / s.H);
-    const h = k % s.H;
-    const isOpen = open && open.layer === l && open.head === h;
-    b.classList.toggle("open", Boolean(isOpen));
-    b.setAttribute("aria-pressed", String(Boolean(isOpen)));
+    const isOpen = k === openKey;
+    b.classList.toggle("open", isOpen);
+    b.setAttribute("aria-pressed", String(isOpen));
     b.tabIndex = k === s.cursor ? 0 : -1;
-    renderBadges(b, badges?.get(`${l},${h}`));
+    renderBadges(b, badges?.get(`${Math.floor(k / s.H)},${k % s.H}`));
   });
+  return changed;
 }
 
 // Role badges (previous-token, induction, ...) supplied by the head atlas: [{label, title}] per head.
@@ -283,6 +361,9 @@ function renderBadges(button, list) {
 export function gridCanvas(el) {
   const s = state.get(el);
   if (!s) return null;
+  // Sticky labels sit where the scroll box holds them: read every position with the box unscrolled.
+  const { scrollTop, scrollLeft } = el;
+  el.scrollTop = el.scrollLeft = 0;
   const scale = 2;
   const rootBox = s.root.getBoundingClientRect();
   const c = document.createElement("canvas");
@@ -316,5 +397,7 @@ export function gridCanvas(el) {
       ctx.fillText(e.textContent, x + r.width / 2, y + r.height / 2);
     }
   }
+  el.scrollTop = scrollTop;
+  el.scrollLeft = scrollLeft;
   return c;
 }

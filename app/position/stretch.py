@@ -1,0 +1,85 @@
+"""POST /api/rope/stretch: loss by position past the training length, without and with interpolation.
+
+Expensive (a few dozen forwards of 4x the context), so computed once per (model, request) and kept
+for the server's life, apart from the response cache a class's traces churn through. Each forward is
+its own job on the model threads, so pages keep being answered between them; and one computation
+runs at a time per server (app/exclusive.py: another gets 503 with Retry-After at once).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from weakref import WeakKeyDictionary
+
+from labs.stretch import stretch
+from model import LanguageModel
+
+from ..errors import BadInput
+from ..exclusive import exclusive
+from ..runtime import Answer, Runtime, cache_key
+from ..wire import rounded
+from . import text
+from .schemas import StretchRequest, StretchResponse
+
+HOLD_S = 60.0  # what the lock tells a waiting client the measurement may take, at most
+MEMO_PER_MODEL = 16  # distinct requests kept per model (a handful of scale sets in practice)
+
+_memo: WeakKeyDictionary[LanguageModel, dict[str, Answer]] = WeakKeyDictionary()
+_memo_lock = threading.Lock()
+
+
+def rope_stretch(rt: Runtime, req: StretchRequest) -> bytes:
+    lm = rt.lm(req.model)
+    key = cache_key("rope-stretch", lm, req)
+    with _memo_lock:
+        done = _memo.get(lm, {}).get(key)
+    if done is not None:
+        return done
+    body = Answer.of(build(rt, lm, req).model_dump_json().encode(), key)
+    with _memo_lock:
+        kept = _memo.setdefault(lm, {})
+        if len(kept) >= MEMO_PER_MODEL:
+            kept.pop(next(iter(kept)))
+        kept[key] = body
+    return body
+
+
+def build(rt: Runtime, lm: LanguageModel, req: StretchRequest) -> StretchResponse:
+    cfg = lm.config
+    C, T = cfg.context_length, req.factor * cfg.context_length
+    common = {"model": lm.name, "positional": cfg.positional, "context_length": C, "length": T,
+              "windows": req.windows, "tokens": req.windows * T, "text": text.STRETCH_TEXT}  # fmt: skip
+    if cfg.positional == "learned":
+        return StretchResponse(**common, applies=False, message=text.learned_stretch(cfg, T), bin_width=0,
+                               bin_starts=[], curves=[], sentence="", seconds=0.0)  # fmt: skip
+    check_limits(rt, lm, T)
+    with exclusive("stretch", hold_s=HOLD_S):
+        r = stretch(lm, req.factor, req.scales, req.windows, run=lambda fn: rt.run(fn, "stretch"))
+    curves = [
+        {"scale": c.scale, "covers": round(C * c.scale), "bins": rounded(c.bins, 4),
+         "inside": rounded(c.inside, 4), "beyond": None if math.isnan(c.beyond) else rounded(c.beyond, 4)}
+        for c in r.curves
+    ]  # fmt: skip
+    return StretchResponse(
+        **common, applies=True, message=text.stretch_message(r), bin_width=r.bin_width,
+        bin_starts=r.bin_starts, curves=curves, sentence=text.stretch_sentence(r), seconds=rounded(r.seconds, 2),
+    )  # fmt: skip
+
+
+def check_limits(rt: Runtime, lm: LanguageModel, T: int) -> None:
+    """A window's length within the cost lab's cap, and its logits (T x vocab floats, the largest
+    tensor of a fused forward) within what one measurement may hold."""
+    s = rt.settings
+    if T > s.max_cost_n:
+        raise BadInput(
+            f"A window of {T:,} tokens is longer than this server runs (limits.max_cost_n = {s.max_cost_n:,}); "
+            "ask for a smaller factor."
+        )
+    logits = T * lm.config.vocab_size * 4
+    if logits > s.max_timing_bytes:
+        raise BadInput(
+            f"A window of {T:,} tokens would hold {logits / 2**20:,.0f} MiB of logits ({lm.config.vocab_size:,} "
+            f"per token); one measurement may hold {s.max_timing_bytes / 2**20:,.0f} MiB here "
+            "(limits.max_timing_bytes). Ask for a smaller factor."
+        )
