@@ -45,7 +45,7 @@ def exact_attention(attention: torch.Tensor) -> dict:
 
 def lesson_data(lm: LanguageModel, prompt: str | Sequence[int]) -> dict:
     """Everything the lesson file shows, computed by the model for this prompt (text or token ids)."""
-    t = lm.trace(prompt)
+    t = lm.trace(prompt, lens_k=0)  # the lesson shows no lens
     prompt = prompt if isinstance(prompt, str) else lm.tokenizer.decode(t.token_ids)
     top = torch.softmax(t.logits, dim=-1).topk(min(TOP_K, lm.config.vocab_size), dim=-1)
     ids = top.indices.tolist()

@@ -35,6 +35,7 @@ from labs.cost import timing_cap
 from model import LanguageModel, load
 
 from .errors import BadInput, Busy, ClientGone, Replaced, UnknownModel
+from .patterns import PatternCache
 from .settings import Settings
 
 RUNNER_THREAD = "atlas-model"
@@ -261,6 +262,7 @@ class Runtime:
         self.models, self.settings = models, settings
         self.default = next(iter(models))
         self.cache = ByteLRU(settings.cache_bytes)
+        self.patterns = PatternCache(settings.pattern_cache_bytes)
         # The one admission mechanism: at most `parallel_runs` forward passes at once (on 2 cores more
         # only slow every one down), on these few threads whichever of the server's ~40 request threads
         # asked: PyTorch keeps memory per calling thread, and with every request thread taking turns a

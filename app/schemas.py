@@ -72,6 +72,19 @@ class AttentionPayload(Strict):
     data: str = Field(description="Base64 of the bytes.")
 
 
+class ThumbnailPayload(Strict):
+    format: Literal["u8-tril", "u8-full"] = Field(
+        description="As AttentionPayload's, for size x size matrices: pixel (a, b) of a head is the largest "
+        "weight from queries a*block..(a+1)*block-1 to keys b*block..(b+1)*block-1."
+    )
+    n_layer: int
+    n_head: int
+    n: int = Field(description="Tokens.")
+    size: int = Field(description="Pixels per side: ceil(n / block).")
+    block: int = Field(description="Tokens per pixel side; 1 = the exact u8 pattern.")
+    data: str = Field(description="Base64 of the bytes.")
+
+
 class TokenProb(Strict):
     id: int
     token: str

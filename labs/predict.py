@@ -10,7 +10,8 @@ def temper(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     gets its limit instead of inf/inf = NaN: all probability on the top logit(s). The floor of -1e4
     changes no probability (exp(-1e4) is exactly 0) but keeps log-probabilities and KL finite."""
     scaled = logits.float() / temperature
-    if torch.isfinite(scaled).all():
+    # The extremes are finite only if every value is (NaN propagates): two reductions, no mask tensor.
+    if torch.isfinite(scaled.amax()) and torch.isfinite(scaled.amin()):
         return scaled
     shifted = (logits.double() - logits.double().amax(-1, keepdim=True)) / temperature
     return shifted.clamp(min=-1e4).float()

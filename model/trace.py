@@ -20,8 +20,8 @@ class Trace:
     attn_write_norms: torch.Tensor  # (L, n) |what attention added|
     mlp_write_norms: torch.Tensor  # (L, n) |what the feed-forward added|
     logits: torch.Tensor  # (n, V)
-    lens_ids: torch.Tensor  # (L, n, k) logit lens: top-k tokens read off the residual after each layer
-    lens_probs: torch.Tensor  # (L, n, k)
+    lens_ids: torch.Tensor | None  # (L, n, k) logit lens: top-k tokens read off the residual after each layer
+    lens_probs: torch.Tensor | None  # (L, n, k); both None when lens_k = 0
     resid: torch.Tensor | None = None  # (L+1, n, D) residual stream after embedding and each block
 
     @property
@@ -67,8 +67,13 @@ def run_trace(
     stages = [c[act_name("resid_pre", 0)]]
     for mid, post in zip(per_layer("resid_mid"), posts, strict=True):
         stages += [mid, post]
-    # The last layer's lens is the model's own prediction: reuse the logits instead of recomputing.
-    lens = [top_k(net.unembed(net.ln_final(x, None)), lens_k) for x in posts[:-1]] + [top_k(logits, lens_k)]
+    # The lens costs L-1 extra unembeddings (5x a whole forward on a 50k vocabulary), so lens_k = 0 skips
+    # it. The last layer's lens is the model's own prediction: reuse the logits instead of recomputing.
+    lens = None
+    if lens_k > 0:
+        lens = [top_k(net.unembed(net.ln_final(x, None)), lens_k) for x in posts[:-1]] + [
+            top_k(logits, lens_k)
+        ]
     return Trace(
         token_ids=list(ids),
         tokens=tokens,
@@ -78,8 +83,8 @@ def run_trace(
         attn_write_norms=norms("attn_out").cpu(),
         mlp_write_norms=norms("mlp_out").cpu(),
         logits=logits.cpu(),
-        lens_ids=torch.stack([i for i, _ in lens]).cpu(),
-        lens_probs=torch.stack([p for _, p in lens]).cpu(),
+        lens_ids=torch.stack([i for i, _ in lens]).cpu() if lens else None,
+        lens_probs=torch.stack([p for _, p in lens]).cpu() if lens else None,
         resid=torch.stack([stages[0], *posts]).float().cpu() if keep_resid else None,
     )
 

@@ -1,4 +1,4 @@
-"""Request and response bodies of /api/models, /api/trace, /api/head and /api/ablation."""
+"""Request and response bodies of /api/models, /api/trace, /api/head, /api/lens and /api/ablation."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pydantic import Field
 
 from ..schemas import (
     EXAMPLE_PROMPT,
-    AttentionPayload,
     Compared,
     Head,
     Params,
     PromptRequest,
     Strict,
+    ThumbnailPayload,
     TokenProb,
 )
 from ..schemas import examples as _examples
@@ -36,10 +36,22 @@ class TraceRequest(Switches):
     top_k: int = Field(default=10, ge=1, description="Predictions per position (at most limits.max_top_k).")
 
 
+class LensRequest(Switches):
+    model_config = _examples({"prompt": EXAMPLE_PROMPT})
+
+
 class HeadRequest(Switches):
-    model_config = _examples({"prompt": EXAMPLE_PROMPT, "layer": 1, "head": 0})
+    model_config = _examples(
+        {"prompt": EXAMPLE_PROMPT, "layer": 1, "head": 0},
+        {"prompt": EXAMPLE_PROMPT, "layer": 1, "head": 0, "encoding": "u16"},
+    )
     layer: int = Field(ge=0, description="Layer index, from 0.")
     head: int = Field(ge=0, description="Query-head index within the layer, from 0.")
+    encoding: Literal["float", "u16"] = Field(
+        default="float",
+        description="float: `pattern` as JSON numbers (5 decimals); u16: `exact` as base64 uint16 "
+        "(within 8e-6; what the page asks for: fast at n = 512).",
+    )
 
 
 class AblationRequest(PromptRequest):
@@ -156,12 +168,21 @@ class TraceResponse(Strict):
     showcase: Showcase | None = Field(
         description="The head to open first on this prompt; null for fewer than 3 tokens."
     )
-    attention: AttentionPayload
+    thumbnails: ThumbnailPayload = Field(
+        description="Every head's pattern max-pooled to at most 48 x 48 (exact at n <= 48); the full matrix "
+        "of one head: POST /api/head."
+    )
     resid: Resid
     writes: Writes
     predictions: list[Prediction] = Field(
         description="Top-k next tokens at every position, temperature applied."
     )
+
+
+class LensResponse(Strict):
+    model: str
+    n: int
+    tokens: list[str]
     lens: Lens
 
 
@@ -177,6 +198,14 @@ class HeadScores(Strict):
     entropy: float = Field(description="Mean entropy of a row in bits: 0 = sharp, log2(n) = uniform.")
 
 
+class U16Payload(Strict):
+    format: Literal["u16-tril", "u16-full"] = Field(
+        description="Little-endian uint16 round(p * 65535), row after row: u16-tril rows hold keys 0..i."
+    )
+    n: int
+    data: str = Field(description="Base64 of the bytes.")
+
+
 class HeadResponse(Strict):
     model: str
     layer: int
@@ -184,7 +213,10 @@ class HeadResponse(Strict):
     kv_head: int = Field(description="The key/value head this query head reads (GQA groups).")
     n: int
     tokens: list[str]
-    pattern: list[list[float]] = Field(description="[query][key] attention probabilities.")
+    pattern: list[list[float]] | None = Field(
+        default=None, description="[query][key] attention probabilities (encoding float)."
+    )
+    exact: U16Payload | None = Field(default=None, description="The same as uint16 (encoding u16).")
     scores: HeadScores
 
 

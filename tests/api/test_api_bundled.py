@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.wire import decode_attention
+from app.wire import decode_thumbnails
 from labs.census import param_census
 from model import load
 from tests.api_helpers import client_for
@@ -38,8 +38,8 @@ def test_bundled_trace_matches_the_model(client, lm):
     assert r.status_code == 200, r.text
     body = r.json()
     ref = lm.trace(PROMPT)
-    assert body["tokens"] == ref.tokens and body["attention"]["format"] == "u8-tril"
-    assert (decode_attention(body["attention"]) - ref.attention).abs().max().item() <= 0.5 / 255 + 1e-6
+    assert body["tokens"] == ref.tokens and body["thumbnails"]["format"] == "u8-tril"
+    assert (decode_thumbnails(body["thumbnails"]) - ref.attention).abs().max().item() <= 0.5 / 255 + 1e-6
     top = torch.softmax(ref.logits[-1], -1).topk(5).indices.tolist()
     assert [t["id"] for t in body["predictions"][-1]["top"]] == top
 

@@ -12,7 +12,7 @@ import torch
 from app.main import create_app
 from app.runtime import ByteLRU
 from app.settings import Settings
-from app.wire import decode_attention
+from app.wire import decode_thumbnails
 from model import load
 from tests.api_helpers import client_for, save_tiny
 from tests.servers import serve_app
@@ -44,7 +44,7 @@ def test_api_20_concurrent_traces_each_get_their_own_prompt(folder):
         ref = lm.trace(prompt)
         assert body["token_ids"] == ref.token_ids and body["tokens"] == ref.tokens
         torch.testing.assert_close(
-            decode_attention(body["attention"]), ref.attention, atol=0.5 / 255 + 1e-6, rtol=0
+            decode_thumbnails(body["thumbnails"]), ref.attention, atol=0.5 / 255 + 1e-6, rtol=0
         )
         top = torch.softmax(ref.logits, -1).topk(3).indices.tolist()
         assert [[t["id"] for t in p["top"]] for p in body["predictions"]] == top

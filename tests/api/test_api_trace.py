@@ -7,8 +7,8 @@ import base64
 import pytest
 import torch
 
-from app.trace.schemas import AblationResponse, HeadResponse, TraceResponse
-from app.wire import decode_attention, encode_attention
+from app.trace.schemas import AblationResponse, HeadResponse, LensResponse, TraceResponse
+from app.wire import decode_attention, decode_thumbnails, encode_attention
 from model import load
 from tests.api_helpers import client_for, save_tiny
 
@@ -46,19 +46,31 @@ def test_api_trace_matches_the_model(client, lm):
     torch.testing.assert_close(torch.tensor(body["resid"]["norms"]), ref.resid_norms, atol=1e-3, rtol=0)
     torch.testing.assert_close(torch.tensor(body["writes"]["attn"]), ref.attn_write_norms, atol=1e-3, rtol=0)
     torch.testing.assert_close(torch.tensor(body["writes"]["mlp"]), ref.mlp_write_norms, atol=1e-3, rtol=0)
-    assert body["lens"]["tokens"] == [
-        [lm.tokenizer.displays(r) for r in layer] for layer in ref.lens_ids.tolist()
-    ]
-    torch.testing.assert_close(torch.tensor(body["lens"]["probs"]), ref.lens_probs, atol=1e-5, rtol=0)
+    assert "lens" not in body and "attention" not in body  # on demand: /api/lens, /api/head
     top = torch.softmax(ref.logits, -1).topk(3)
     assert [p["position"] for p in body["predictions"]] == list(range(n))
     assert [[t["id"] for t in p["top"]] for p in body["predictions"]] == top.indices.tolist()
 
 
+def test_api_lens_equals_the_model_lens(client, lm):
+    body = LensResponse.model_validate(post(client, "/api/lens", prompt=PROMPT)).model_dump()
+    ref = lm.trace(PROMPT, lens_k=5)
+    assert body["n"] == ref.n_tokens and body["tokens"] == ref.tokens and body["lens"]["k"] == 5
+    assert body["lens"]["tokens"] == [
+        [lm.tokenizer.displays(r) for r in layer] for layer in ref.lens_ids.tolist()
+    ]
+    torch.testing.assert_close(torch.tensor(body["lens"]["probs"]), ref.lens_probs, atol=1e-5, rtol=0)
+    knocked = post(client, "/api/lens", prompt=PROMPT, ablate=[[0, 1]])["lens"]["probs"]
+    ref = lm.trace(PROMPT, ablate=[(0, 1)], lens_k=5).lens_probs
+    torch.testing.assert_close(torch.tensor(knocked), ref, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("causal", [True, False])
-def test_api_trace_attention_payload_decodes_to_the_model_attention(client, lm, causal):
-    att = post(client, "/api/trace", prompt=PROMPT, causal=causal)["attention"]
+def test_api_trace_thumbnails_are_the_exact_bytes_at_short_prompts(client, lm, causal):
+    att = post(client, "/api/trace", prompt=PROMPT, causal=causal)["thumbnails"]
     ref = lm.trace(PROMPT, causal=causal).attention
+    assert att["block"] == 1 and att["size"] == att["n"]
+    att = {k: v for k, v in att.items() if k not in ("size", "block")}  # the full payload, as documented
     L, H, n, _ = ref.shape
     assert (att["format"], att["n_layer"], att["n_head"], att["n"]) == (
         "u8-tril" if causal else "u8-full",
@@ -96,7 +108,7 @@ def test_api_trace_temperature_and_top_k(client, lm):
 
 def test_api_trace_switches_reach_the_model(client, lm):
     for switches in ({"position": False}, {"ablate": [[1, 2], [0, 0]]}, {"causal": False}):
-        att = decode_attention(post(client, "/api/trace", prompt=PROMPT, **switches)["attention"])
+        att = decode_thumbnails(post(client, "/api/trace", prompt=PROMPT, **switches)["thumbnails"])
         kw = {k: [tuple(x) for x in v] if k == "ablate" else v for k, v in switches.items()}
         torch.testing.assert_close(att, lm.trace(PROMPT, **kw).attention, atol=0.5 / 255 + 1e-6, rtol=0)
         assert not torch.allclose(att, lm.trace(PROMPT).attention, atol=0.01)

@@ -41,11 +41,26 @@ def wait_tokens(page, tokens: list[str], timeout: float = 60_000) -> None:
 
 
 def wait_plot(page, selector: str, timeout: float = 60_000) -> None:
+    if selector == "#lens-plot":  # fetched only once its panel is on screen: scroll there, then back
+        see_lens(page, timeout)
+        return
     page.wait_for_function(
         "(sel) => document.querySelector(sel)?.querySelector('.main-svg') !== null",
         arg=selector,
         timeout=timeout,
     )
+
+
+def see_lens(page, timeout: float = 60_000) -> None:
+    """Scroll to the logit lens as a reader would, wait until it shows the trace on screen, scroll back."""
+    page.locator("#lens-panel").scroll_into_view_if_needed()
+    page.wait_for_function(
+        """() => { const p = document.getElementById('lens-panel'), g = document.getElementById('head-grid');
+                   return p.dataset.seq && p.dataset.seq === g.dataset.seq && !p.classList.contains('stale')
+                          && p.querySelector('.main-svg') !== null; }""",
+        timeout=timeout,
+    )
+    page.evaluate("() => window.scrollTo(0, 0)")
 
 
 def open_explorer(page, base: str, **query) -> None:
@@ -498,18 +513,19 @@ def test_explorer_model_selector_switches_models(two_model_server, page):
 
 
 def test_explorer_modules_decode_what_the_api_sends(live_server, page):
-    """attention.js against the server's own numbers: the u8 payload decodes to /api/head's exact
-    pattern within half a quantisation step, hiding the sink renormalises rows to 1, and the token
-    strip's display strings turn back into the prompt (what "append" relies on)."""
+    """attention.js against the server's own numbers: the thumbnails of a short prompt decode to
+    /api/head's exact pattern within half a quantisation step, a long prompt's preview holds each
+    block's largest exact weight, hiding the sink renormalises rows to 1, and the token strip's display
+    strings turn back into the prompt (what "append" relies on)."""
     prompt = "The cat sat on the mat.\nThe cat  sat"
     open_explorer(page, live_server, prompt=prompt)
     result = page.evaluate(
         """async (prompt) => {
              const api = await import('/static/js/lib/api.js');
-             const { decodeAttention, withoutSink } = await import('/static/js/lib/attention.js');
+             const { decodeThumbnails, withoutSink } = await import('/static/js/lib/attention.js');
              const { displayToText } = await import('/static/js/views/tokens.js');
              const t = await api.trace({ prompt });
-             const att = decodeAttention(t.attention);
+             const att = decodeThumbnails(t.thumbnails);
              let worst = 0, rowErr = 0;
              for (const [layer, head] of [[0, 0], [1, 5], [att.nLayer - 1, att.nHead - 1]]) {
                const exact = (await api.head({ prompt, layer, head })).pattern.flat();
@@ -523,7 +539,21 @@ def test_explorer_modules_decode_what_the_api_sends(live_server, page):
                  rowErr = Math.max(rowErr, Math.abs(s - 1));
                }
              }
-             return { worst, rowErr, causal: att.causal, text: t.tokens.map(displayToText).join('') };
+             // A long prompt: each token pair's preview is the largest exact weight of its block.
+             const long = prompt.repeat(8);
+             const pooled = decodeThumbnails((await api.trace({ prompt: long })).thumbnails);
+             const exact = (await api.head({ prompt: long, layer: 1, head: 2 })).pattern;
+             const m = pooled.matrix(1, 2), n = pooled.n, b = pooled.block;
+             let poolErr = 0;
+             for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) {
+               let big = 0;
+               for (let a = Math.floor(i / b) * b; a < Math.min(n, Math.floor(i / b) * b + b); a++)
+                 for (let c = Math.floor(j / b) * b; c < Math.min(n, Math.floor(j / b) * b + b); c++)
+                   big = Math.max(big, exact[a][c]);
+               poolErr = Math.max(poolErr, Math.abs(m[i * n + j] - big));
+             }
+             return { worst, rowErr, causal: att.causal, text: t.tokens.map(displayToText).join(''), poolErr,
+                      block: b, side: pooled.side };
            }""",
         prompt,
     )
@@ -531,3 +561,4 @@ def test_explorer_modules_decode_what_the_api_sends(live_server, page):
     assert result["worst"] <= 0.5 / 255 + 1e-6
     assert result["rowErr"] < 1e-4
     assert result["text"] == prompt
+    assert result["block"] > 1 and result["side"] <= 48 and result["poolErr"] <= 0.5 / 255 + 1e-6

@@ -200,7 +200,7 @@ def test_grid_paints_the_heads_in_view_first_then_the_rest(many_heads, pages):
     r = page.evaluate(
         """async (prompt) => {
              const api = await import('/static/js/lib/api.js');
-             const { decodeAttention } = await import('/static/js/lib/attention.js');
+             const { decodeThumbnails } = await import('/static/js/lib/attention.js');
              const grid = await import('/static/js/views/grid.js');
              const t = await api.trace({ prompt, model: 'llama-16x32' });
              const el = document.getElementById('head-grid');
@@ -213,7 +213,7 @@ def test_grid_paints_the_heads_in_view_first_then_the_rest(many_heads, pages):
              for (let i = 0; i < 9; i++) {
                await frame();
                for (const c of el.querySelectorAll('canvas')) c.getContext('2d').clearRect(0, 0, c.width, c.height);
-               const att = decodeAttention(t.attention);  // a new object each time: nothing cached
+               const att = decodeThumbnails(t.thumbnails);  // a new object each time: nothing cached
                const t0 = performance.now();
                grid.renderGrid(el, { att, nKvHead: 8, open: { layer: 15, head: 31 }, highlight: null });
                if (firstPaint === null) firstPaint = [...el.querySelectorAll('.thumb')].map((b) => !blank(b.querySelector('canvas')));

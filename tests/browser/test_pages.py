@@ -54,10 +54,10 @@ def test_docs_use_local_swagger_ui_and_the_schema_has_examples(client):
         == (package_dir("swagger_ui") / "static" / "swagger-ui-bundle.js").read_bytes()
     )
     spec = client.get("/openapi.json").json()
-    for path in ("/api/models", "/api/trace", "/api/head", "/api/ablation"):
+    for path in ("/api/models", "/api/trace", "/api/head", "/api/lens", "/api/ablation"):
         assert path in spec["paths"]
     schemas = spec["components"]["schemas"]
-    for name in ("TraceRequest", "HeadRequest", "AblationRequest"):
+    for name in ("TraceRequest", "HeadRequest", "LensRequest", "AblationRequest"):
         assert schemas[name]["examples"], name
         assert schemas[name]["additionalProperties"] is False
     for example in schemas["TraceRequest"]["examples"]:  # the examples themselves are valid requests

@@ -145,11 +145,15 @@ export function getModels() {
   return modelsPromise;
 }
 
-// POST /api/trace: tokens, all heads' attention (compact), residual norms, predictions, logit lens.
+// POST /api/trace: what a keystroke's first paint needs: tokens, every head's thumbnail (compact),
+// residual norms, predictions.
 export const trace = (body, opts) => post("/api/trace", body, opts);
 
 // POST /api/head: one head's full-resolution attention and its role scores.
 export const head = (body, opts) => post("/api/head", body, opts);
+
+// POST /api/lens: the logit lens (fetched when its panel is on screen: it costs several forwards).
+export const lens = (body, opts) => post("/api/lens", body, opts);
 
 // Head atlas. GET /api/heads: every head's role scores, thresholds and labels (computed once per model).
 export const heads = (model, opts) => request(`/api/heads${model ? `?model=${encodeURIComponent(model)}` : ""}`, opts);

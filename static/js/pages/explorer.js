@@ -5,7 +5,7 @@
 // Generation (Append, Sample, Generate N) lives in explorer_generate.js.
 
 import * as api from "../lib/api.js";
-import { decodeAttention } from "../lib/attention.js";
+import { decodeThumbnails, decodeU16 } from "../lib/attention.js";
 import { loadPlotly } from "../lib/plot.js";
 import { pngButton } from "../lib/png.js";
 import { showError } from "../lib/dom.js";
@@ -69,13 +69,15 @@ const errors = {
 };
 
 let models = null; // /api/models
-let current = null; // the trace on screen: {seq, data, att, prompt, model, nKvHead}
+let current = null; // the trace on screen: {seq, data, att (thumbnails), prompt, model, nKvHead, lens}
 let exact = null; // full-precision pattern of the open head from /api/head: {key, pattern, scores, kvHead}
+let lensVisible = false; // the lens panel is on screen: its data is fetched only then
 let hover = null; // token index under the pointer
 // Answers that a newer keystroke has superseded are still drawn (grid and tokens only), so the views
 // keep up with a fast typist; they arrive in order, and the newest always lands last.
 const traces = api.latest({ stale: true });
 const exactHeads = api.latest();
+const lenses = api.latest();
 
 // ---- the trace: one request per prompt, everything on the page is drawn from it ----
 
@@ -113,7 +115,7 @@ async function runTrace() {
   if (!r.stale) document.body.classList.remove("busy");
   const data = r.data;
   const t1 = performance.now();
-  const att = decodeAttention(data.attention);
+  const att = decodeThumbnails(data.thumbnails);
   const info = models?.models.find((m) => m.name === data.model);
   openShowcase(data.showcase);
   current = { seq, data, att, prompt: body.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
@@ -207,7 +209,8 @@ function gridCaption(att, nKvHead) {
     ? `. Grouped-query attention: the ${nRep} heads in each shaded box share one key/value head.`
     : "; every head has its own keys and values.";
   const pixels = parseFloat(ui.grid.style.getPropertyValue("--thumb")) * (window.devicePixelRatio || 1);
-  const pooled = att.n > pixels ? ` With ${att.n} tokens, each pixel shows the largest weight among the tokens it covers.` : "";
+  const pooled = att.n > Math.min(pixels, att.side)
+    ? ` With ${att.n} tokens, each pixel shows the largest weight among the tokens it covers.` : "";
   return rows + groups + pooled;
 }
 ui.detailPanel = $("detail-panel");
@@ -252,7 +255,10 @@ async function renderDetail() {
   const help = st.view === "lines"
     ? "Each line joins a token (left) to a token it looks at (right); darker = more attention. Hover a token."
     : "Rows: the token looking; columns: the token looked at. Hover a cell for its exact weight.";
-  ui.precision.textContent = precise ? help : "8-bit preview (within 0.002); loading exact values…";
+  ui.precision.textContent = precise ? help : current.att.exact
+    ? "8-bit preview (within 0.002); loading exact values…"
+    : `Preview: each cell shows the largest weight of its ${current.att.block} x ${current.att.block} block of tokens; loading exact values…`;
+  ui.precision.dataset.precision = precise ? "exact" : "preview";
   const data = {
     tokens: current.data.tokens,
     groups: current.data.groups,
@@ -275,11 +281,11 @@ async function renderDetail() {
     else await renderHeatmap(ui.heatmap, data);
   });
   renderScores(precise ? exact.scores : null);
-  if (!precise) fetchExact(key, layer, head);
+  if (!precise) await fetchExact(key, layer, head); // the views are settled once the exact matrix is drawn
 }
 
 async function fetchExact(key, layer, head) {
-  const body = { prompt: current.prompt, model: current.model || null, layer, head };
+  const body = { prompt: current.prompt, model: current.model || null, layer, head, encoding: "u16" };
   const r = await exactHeads.run((signal) => api.head(body, { signal }));
   if (!r) return;
   if (r.error) {
@@ -289,8 +295,8 @@ async function fetchExact(key, layer, head) {
   }
   if (!current || key !== `${current.seq}:${layer}:${head}`) return;
   const res = r.data;
-  exact = { key, pattern: Float32Array.from(res.pattern.flat()), scores: res.scores, kvHead: res.kv_head };
-  renderDetail();
+  exact = { key, pattern: decodeU16(res.exact), scores: res.scores, kvHead: res.kv_head };
+  return renderDetail();
 }
 
 function renderScores(scores) {
@@ -350,10 +356,41 @@ function renderPosViews() {
   return Promise.all([next, resid]);
 }
 
+// The logit lens costs several forwards on a large vocabulary, so it is fetched only while its panel is
+// on screen (or scrolled to later); until its answer for this prompt arrives the panel is dimmed.
 function renderLensView() {
   if (!current) return;
-  return guarded(errors.lens, () => renderLens(ui.lens, { tokens: current.data.tokens, lens: current.data.lens, pos: selectedPos() }));
+  const cur = current;
+  if (!cur.lens) {
+    ui.lensPanel.classList.add("stale");
+    ui.lensPanel.dataset.seq = "";
+    if (lensVisible) return fetchLens(cur);
+    return;
+  }
+  return guarded(errors.lens, async () => {
+    await renderLens(ui.lens, { tokens: cur.data.tokens, lens: cur.lens, pos: selectedPos() });
+    ui.lensPanel.classList.remove("stale");
+    ui.lensPanel.dataset.seq = String(cur.seq); // drawn for this trace (tests wait for it)
+  });
 }
+
+async function fetchLens(cur) {
+  const body = { prompt: cur.prompt, model: cur.model || null };
+  const r = await lenses.run((signal) => api.lens(body, { signal }));
+  if (!r || cur !== current) return; // a newer prompt: its own trace asks again
+  if (r.error) {
+    showError(errors.lens, `The logit lens could not be computed: ${r.error.message}`);
+    return;
+  }
+  cur.lens = r.data.lens;
+  return renderLensView();
+}
+
+ui.lensPanel = $("lens-panel");
+new IntersectionObserver((entries) => {
+  lensVisible = entries.some((e) => e.isIntersecting);
+  if (lensVisible && current && !current.lens) renderLensView();
+}).observe(ui.lensPanel);
 
 // ---- hover: one token lights up everywhere ----
 

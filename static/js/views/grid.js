@@ -190,7 +190,7 @@ function bases(att) {
 // goes straight onto the thumbnail with putImageData, with no canvas in between (`drawBase`).
 function base(att, l, h, size) {
   const m = bases(att);
-  const n = att.n;
+  const n = att.side; // the picture's rows: n tokens, or a thumbnail's pixels (already max-pooled)
   const side = Math.min(n, size);
   const k = `${l},${h},${side}`;
   let img = m.get(k);
