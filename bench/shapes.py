@@ -151,8 +151,10 @@ def api_cost(client: httpx.Client, model: str, prompts: Prompts, n: int, budget:
     """`POST /api/trace` for distinct prompts of n tokens, then one head of the last (cached) trace."""
     body = lambda: {"prompt": prompts.take(n), "model": model}  # noqa: E731
     t0 = time.perf_counter()
-    client.post("/api/trace", json=body()).raise_for_status()  # warm-up, and the time of one answer
+    r = client.post("/api/trace", json=body())  # warm-up, and the time of one answer
     one = time.perf_counter() - t0
+    if r.status_code != 200:  # e.g. a prompt longer than the server accepts: say so in the table
+        return {"n": n, "skip": f"HTTP {r.status_code}: {r.text[:160]}"}
     reps = min(budget.reps * 3, int(budget.api / one))
     if reps < 1:
         return {"n": n, "skip": f"one answer takes {one:.1f} s: over the {budget.api:.0f} s budget"}
