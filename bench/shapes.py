@@ -90,7 +90,7 @@ def first_call(fn) -> float:
     return time.perf_counter() - t0
 
 
-def ratios(net: Transformer, n: int, budget: Budget) -> dict:
+def ratios(net: Transformer, n: int, budget: Budget, expected_s: float | None = None) -> dict:
     """Plain SDPA forward, every pattern captured, and the full trace, timed interleaved."""
     idx = torch.randint(0, net.cfg.vocab_size, (1, n), generator=torch.Generator().manual_seed(n))
     ids = idx[0].tolist()
@@ -102,6 +102,9 @@ def ratios(net: Transformer, n: int, budget: Budget) -> dict:
         "trace": lambda: run_trace(net, ids, [str(i) for i in ids], Run(), lens_k=5),
     }
     row, skipped = {"n": n}, {}
+    if expected_s is not None and 3 * expected_s > budget.ratios:  # do not spend a minute to learn it
+        return {**row, "skip": f"a plain forward would take ~{expected_s:.0f} s (from the shorter n): "
+                f"over the {budget.ratios:.0f} s budget"}  # fmt: skip
     first = {"sdpa": first_call(fns["sdpa"])}
     if 3 * first["sdpa"] > budget.ratios:
         return {
@@ -147,8 +150,21 @@ def load_cost(folder: Path, dtype: str) -> dict:
             "peak_rss_mib": int(peak_kib) / 1024}  # fmt: skip
 
 
-def api_cost(client: httpx.Client, model: str, prompts: Prompts, n: int, budget: Budget) -> dict:
+def trace_s(r: dict) -> float | None:
+    """A trace's seconds as timed in (a), or infinity when (a) found it over its budget."""
+    if "ratio" in r and "trace" in r["ratio"]:
+        return r["sdpa_ms"] / 1e3 * r["ratio"]["trace"]
+    return float("inf") if "skip" in r or "trace" in r.get("skipped", {}) else None
+
+
+def api_cost(client: httpx.Client, model: str, prompts: Prompts, n: int, budget: Budget,
+             expected_s: float | None = None) -> dict:  # fmt: skip
     """`POST /api/trace` for distinct prompts of n tokens, then one head of the last (cached) trace."""
+    if expected_s is not None and expected_s > budget.api:
+        return {
+            "n": n,
+            "skip": f"the trace behind one answer is over the {budget.api:.0f} s budget (see ratios)",
+        }
     body = lambda: {"prompt": prompts.take(n), "model": model}  # noqa: E731
     t0 = time.perf_counter()
     r = client.post("/api/trace", json=body())  # warm-up, and the time of one answer
@@ -215,7 +231,11 @@ def one_shape(label: str, shape: dict, ns: tuple, budget: Budget, tokenizer: Tok
     net = random_shape(label, shape)
     out["params"], out["build_s"] = params(net), time.perf_counter() - t0
     check_plain_forward(net, torch.randint(0, net.cfg.vocab_size, (1, 33)))
-    out["ratios"] = [ratios(net, n, budget) for n in ns]
+    out["ratios"] = []
+    for n in ns:  # each length's plain forward predicted from the previous one's (a bit worse than linear)
+        last = next((r for r in reversed(out["ratios"]) if "sdpa_ms" in r), None)
+        expected = last["sdpa_ms"] / 1e3 * (n / last["n"]) ** 1.2 if last else None
+        out["ratios"].append(ratios(net, n, budget, expected))
     folder = tmp / label.replace(" ", "-").replace(".", "_")
     save(net, tokenizer, folder)
     del net
@@ -224,7 +244,10 @@ def one_shape(label: str, shape: dict, ns: tuple, budget: Budget, tokenizer: Tok
     words = Prompts(SimpleNamespace(encode=tokenizer.encode))  # only the tokenizer is needed here
     with serve(str(folder), workers=1, timeout_s=600) as server:
         with httpx.Client(base_url=server["url"], timeout=600) as client:
-            out["api"] = [api_cost(client, folder.name, words, n, budget) for n in ns]
+            out["api"] = [
+                api_cost(client, folder.name, words, n, budget, trace_s(r))
+                for n, r in zip(ns, out["ratios"], strict=True)
+            ]
         out["browser"] = browser_cost(server["url"], words, budget) if browser else {"skip": "not in --tiny"}
     return out
 
