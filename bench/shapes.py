@@ -199,9 +199,20 @@ def head_cost(client: httpx.Client, trace_request: dict) -> dict:
     return {"head": {"ms": ms, "body_bytes": len(r.content), "wire_bytes": r.num_bytes_downloaded}}
 
 
-def browser_cost(url: str, prompts: Prompts, budget: Budget) -> dict:
+def guarded(measure) -> dict:
+    """One measurement's failure (a timeout on a slow shape) is a row that says so, not a lost part."""
+    try:
+        return measure()
+    except Exception as e:  # noqa: BLE001 - reported in the table with its first line
+        return {"skip": f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"}
+
+
+def browser_cost(url: str, prompts: Prompts, budget: Budget, expected_s: float | None) -> dict:
     """The browser part's measurement (typed character to painted grid) on this server's model."""
     from playwright.sync_api import sync_playwright
+
+    if expected_s is not None and 3 * expected_s > budget.browser:  # page load, warm-up and one sample
+        return {"skip": f"each keystroke waits for a trace over a third of the {budget.browser:.0f} s budget"}
 
     from .browser import ARGS, CHROMIUM, one
 
@@ -248,7 +259,12 @@ def one_shape(label: str, shape: dict, ns: tuple, budget: Budget, tokenizer: Tok
                 api_cost(client, folder.name, words, n, budget, trace_s(r))
                 for n, r in zip(ns, out["ratios"], strict=True)
             ]
-        out["browser"] = browser_cost(server["url"], words, budget) if browser else {"skip": "not in --tiny"}
+        expected = trace_s(out["ratios"][0])
+        out["browser"] = (
+            guarded(lambda: browser_cost(server["url"], words, budget, expected))
+            if browser
+            else {"skip": "not in --tiny"}
+        )
     return out
 
 
