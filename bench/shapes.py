@@ -102,11 +102,11 @@ def ratios(net: Transformer, n: int, budget: Budget, expected_s: float | None = 
         "trace": lambda: run_trace(net, ids, [str(i) for i in ids], Run(), lens_k=5),
     }
     row, skipped = {"n": n}, {}
-    if expected_s is not None and 3 * expected_s > budget.ratios:  # do not spend a minute to learn it
+    if expected_s is not None and 2 * expected_s > budget.ratios:  # do not spend a minute to learn it
         return {**row, "skip": f"a plain forward would take ~{expected_s:.0f} s (from the shorter n): "
                 f"over the {budget.ratios:.0f} s budget"}  # fmt: skip
     first = {"sdpa": first_call(fns["sdpa"])}
-    if 3 * first["sdpa"] > budget.ratios:
+    if first["sdpa"] > budget.ratios / 2:  # a first call is slower than the rest (allocations)
         return {
             **row,
             "skip": f"one plain forward takes {first['sdpa']:.1f} s: over the {budget.ratios:.0f} s budget",
