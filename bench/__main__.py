@@ -1,5 +1,5 @@
-"""`python -m bench [capture|api|browser|load|classroom ...] [--full] [--threads N] [--n 16,128]
-[--class-seconds S]`: run the
+"""`python -m bench [capture|api|browser|load|classroom|shapes ...] [--full] [--threads N] [--n 16,128]
+[--class-seconds S] [--tiny]`: run the
 benchmarks, print one table of ratios with the machine they ran on, and write the results to
 bench/results/<time>.json.
 
@@ -20,10 +20,17 @@ from pathlib import Path
 
 import torch
 
-from . import api, browser, capture, classroom, load
+from . import api, browser, capture, classroom, load, shapes
 from .machine import describe, describe_line
 
-PARTS = {"capture": capture, "api": api, "browser": browser, "load": load, "classroom": classroom}
+PARTS = {
+    "capture": capture,
+    "api": api,
+    "browser": browser,
+    "load": load,
+    "classroom": classroom,
+    "shapes": shapes,
+}
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -35,6 +42,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--threads", type=int, help="torch threads here and in the servers started (default: torch's)"
     )
     p.add_argument("--n", help="capture lengths, comma-separated (default: 16,64,128,256,512,1024)")
+    p.add_argument("--tiny", action="store_true", help="shapes: a tiny model instead of the real shapes (CI)")
     p.add_argument(
         "--class-seconds", type=float, help="length of each simulated lesson (default 30, --full 60)"
     )
@@ -71,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         print(f"[bench] {name} ...", flush=True)
         try:
-            options = {"capture": {"ns": args.n}, "classroom": {"seconds": args.class_seconds}}.get(name, {})
+            options = {"capture": {"ns": args.n}, "classroom": {"seconds": args.class_seconds},
+                       "shapes": {"tiny": args.tiny}}.get(name, {})  # fmt: skip
             result = part.run(quick=not args.full, **options)
         except Exception:  # one broken part must not hide the others' numbers
             failed.append(name)

@@ -80,6 +80,9 @@ def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, scale: float):
     return emb.cos().float(), emb.sin().float()
 
 
+ROWS = 64  # query rows per block of explicit causal attention: H x 64 x n scores fit the CPU's cache
+
+
 @functools.lru_cache(maxsize=16)
 def causal_mask(T: int, device: torch.device) -> torch.Tensor:
     """(T, T) bool, True above the diagonal: the future a token may not see. Cached, read-only."""
@@ -162,19 +165,63 @@ class Attention(nn.Module):
         return table
 
     def attend(self, q, k, v, run: Run | None) -> torch.Tensor:
-        """The explicit path: the scores and the pattern exist, in float32, to be captured and shown."""
-        T = q.shape[1]
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, d)
-        # GQA: query head h reads K/V head h // n_rep.
-        k = k.repeat_interleave(self.cfg.n_rep, dim=1)
-        v = v.repeat_interleave(self.cfg.n_rep, dim=1)
-        # In place on the fresh scores: the n^2 tensor is the biggest thing a forward writes.
-        scores = (q.float() @ k.float().transpose(-1, -2)).div_(math.sqrt(self.cfg.hd))  # (B, H, T, T)
+        """The explicit path: scores, mask and softmax in float32 whatever the weights' dtype, so the
+        pattern exists to be captured and shown; z is cast back to the activations' dtype."""
+        dtype = v.dtype
+        q, k, v = self.float_heads(q, k, v)  # (B, H, T, d) each
+        seen = run is not None and (
+            run.wants(self.hook_attn_scores.name) or self.hook_pattern.name in run.hooks
+        )
+        # Blocks write into preallocated tensors (out=), which autograd cannot follow.
+        if seen or (run is not None and not run.causal) or (torch.is_grad_enabled() and q.requires_grad):
+            z = self.attend_whole(q, k, v, run)
+        else:
+            z = self.attend_rows(q, k, v, run)
+        return z.transpose(1, 2).to(dtype)  # (B, T, H, d)
+
+    def float_heads(self, q, k, v):
+        """(B, T, heads, d) in any dtype -> float32 (B, H, T, d), q already divided by sqrt(d) (T*H*d
+        multiplications instead of T*T*H on the scores), K/V heads repeated for their query heads."""
+        q = (q.float() * (1.0 / math.sqrt(self.cfg.hd))).transpose(1, 2).contiguous()
+        # GQA: query head h reads K/V head h // n_rep (a copy of T*H*d floats, small beside T*T*H scores).
+        k = k.float().transpose(1, 2).repeat_interleave(self.cfg.n_rep, dim=1)
+        v = v.float().transpose(1, 2).repeat_interleave(self.cfg.n_rep, dim=1)
+        return q, k, v
+
+    def attend_whole(self, q, k, v, run: Run | None) -> torch.Tensor:
+        """All (B, H, T, T) scores at once: for interventions on the scores or the pattern, and for
+        capturing the scores, which must exist whole before the softmax."""
+        scores = q @ k.transpose(-1, -2)  # (B, H, T, T)
         if run is None or run.causal:
-            scores = scores.masked_fill_(causal_mask(T, q.device), float("-inf"))
+            scores.masked_fill_(causal_mask(q.shape[2], q.device), float("-inf"))
         scores = self.hook_attn_scores(scores, run)
-        pattern = self.hook_pattern(torch.softmax(scores, dim=-1), run)
-        return (pattern.to(v.dtype) @ v).transpose(1, 2)  # (B, T, H, d)
+        # In place unless the cache keeps the scores or autograd needs them: one n x n tensor fewer.
+        fresh = scores.requires_grad or (run is not None and run.wants(self.hook_attn_scores.name))
+        pattern = torch.softmax(scores, dim=-1) if fresh else torch.softmax(scores, -1, out=scores)
+        return self.hook_pattern(pattern, run) @ v  # (B, H, T, d)
+
+    def attend_rows(self, q, k, v, run: Run | None) -> torch.Tensor:
+        """Causal attention ROWS query positions at a time: rows r0..r1 only need keys 0..r1, so half
+        the products are never computed, and each block's scores stay in the CPU's cache from the
+        product through the softmax to the weighted sum. The whole pattern is written only when it is
+        captured; at n = 1024 it is the largest thing a forward writes (H * n * n floats per layer)."""
+        B, H, T, d = q.shape
+        keep = run is not None and run.wants(self.hook_pattern.name)
+        pattern = q.new_empty(B, H, T, T) if keep else q.new_empty(B, H, min(T, ROWS), T)
+        z = q.new_empty(B, H, T, d)
+        future = causal_mask(ROWS, q.device)
+        for r0 in range(0, T, ROWS):
+            r1 = min(T, r0 + ROWS)
+            rows = pattern[:, :, r0:r1, :r1] if keep else pattern[:, :, : r1 - r0, :r1]  # (B, H, r, r1)
+            torch.matmul(q[:, :, r0:r1], k[:, :, :r1].transpose(-1, -2), out=rows)
+            rows[..., r0:r1].masked_fill_(future[: r1 - r0, : r1 - r0], float("-inf"))
+            torch.softmax(rows, -1, out=rows)
+            torch.matmul(rows, v[:, :, :r1], out=z[:, :, r0:r1])
+            if keep:
+                pattern[:, :, r0:r1, r1:] = 0.0  # the future keys: probability exactly 0
+        if keep:
+            self.hook_pattern(pattern, run)
+        return z
 
     def attend_sdpa(self, q, k, v, run: Run) -> torch.Tensor:
         """The fused path (training, batch scoring): the same maths, kept equal to `attend` by a test,
