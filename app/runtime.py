@@ -307,6 +307,11 @@ class Runtime:
         ids = lm.encode(prompt)
         if not ids:
             raise BadInput("The prompt has no tokens: type some text to analyse.")
+        if max(ids) >= lm.config.vocab_size:  # an added token (e.g. a pad token) the weights never got
+            raise BadInput(
+                f"The prompt contains token id {max(ids)}, which model {lm.name!r} has no embedding for "
+                f"(its vocabulary is {lm.config.vocab_size}): remove special tokens such as added markers."
+            )
         if len(ids) > self.max_tokens(lm):
             raise BadInput(
                 f"The prompt is {len(ids)} tokens long; model {lm.name!r} reads at most "

@@ -65,6 +65,12 @@ def load(
         tokenizer = Tokenizer.from_file(tok_file)
     except Exception as e:  # the tokenizers library raises its own Exception subclass for a bad file
         raise ModelLoadError(f"{tok_file} is not a readable Hugging Face tokenizer: {e}") from e
+    base_vocab = tokenizer.hf.get_vocab_size(with_added_tokens=False)
+    if base_vocab > cfg.vocab_size:  # ids past the embedding table would fail inside the first forward
+        raise ModelLoadError(
+            f"{tok_file} has {base_vocab} tokens but the model has only {cfg.vocab_size} embeddings: "
+            "the tokenizer does not belong to these weights"
+        )
     card = folder / "MODEL_CARD.md"
     return LanguageModel(
         net.to(device=device).eval(),

@@ -148,6 +148,15 @@ def test_load_errors_say_what_is_wrong(tmp_path, tokenizer):
         load(tmp_path)
 
 
+def test_a_tokenizer_bigger_than_the_embedding_table_is_refused_at_load(tmp_path):
+    """Ids past the embedding table would otherwise fail inside the first forward, as a 500."""
+    from tests.tiny import make_tokenizer
+
+    save_reference(llama(), tmp_path, make_tokenizer(400))  # the weights have 300 embeddings
+    with pytest.raises(ModelLoadError, match=r"has \d+ tokens but the model has only 300 embeddings"):
+        load(tmp_path)
+
+
 @pytest.mark.parametrize("arch", ["llama-untied", "llama-tied", "qwen2", "gpt2"])
 def test_hf_names_round_trip(arch):
     """HF state dict -> ours -> HF gives back every tensor, through the one name map read both ways."""
