@@ -20,7 +20,7 @@ import json
 import math
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Collection, Hashable
 from concurrent.futures import Future
 from contextvars import ContextVar
@@ -35,7 +35,7 @@ from labs.cost import timing_cap
 from model import LanguageModel, load
 
 from .errors import BadInput, Busy, ClientGone, Replaced, UnknownModel
-from .patterns import PatternCache
+from .lru import SizedLRU, tensor_bytes
 from .settings import Settings
 
 RUNNER_THREAD = "atlas-model"
@@ -193,38 +193,11 @@ def stored_size(value: bytes) -> int:
     return len(value) + len(getattr(value, "gz", None) or b"")
 
 
-class ByteLRU:
-    """Least-recently-used cache of bytes, bounded by the total size of its values (an `Answer`'s gzip
-    form included). Thread-safe. (cachetools' LRUCache with getsizeof would do, but it is not
-    thread-safe and not installed.)"""
+class ByteLRU(SizedLRU[bytes]):
+    """The answers' cache: bytes bounded by their total size, an `Answer`'s gzip form included."""
 
     def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.size = 0
-        self.hits = self.misses = 0
-        self._items: OrderedDict[str, bytes] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> bytes | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is None:
-                self.misses += 1
-                return None
-            self._items.move_to_end(key)
-            self.hits += 1
-            return value
-
-    def put(self, key: str, value: bytes) -> None:
-        if stored_size(value) > self.max_bytes:
-            return  # larger than the whole budget: caching it would only evict everything else
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self.size -= stored_size(old)
-            self._items[key] = value
-            self.size += stored_size(value)
-            self._evict()
+        super().__init__(max_bytes, stored_size)
 
     def gzipped(self, answer: Answer) -> bytes:
         """`answer` gzipped: compressed the first time (on the caller's thread, never the event loop),
@@ -240,14 +213,6 @@ class ByteLRU:
                 self._evict()
         return gz
 
-    def _evict(self) -> None:
-        while self.size > self.max_bytes:
-            _, evicted = self._items.popitem(last=False)
-            self.size -= stored_size(evicted)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
 
 def cache_key(kind: str, lm: LanguageModel, req: BaseModel) -> str:
     """The endpoint, the resolved model and the whole request (its `model` field resolved away)."""
@@ -262,7 +227,9 @@ class Runtime:
         self.models, self.settings = models, settings
         self.default = next(iter(models))
         self.cache = ByteLRU(settings.cache_bytes)
-        self.patterns = PatternCache(settings.pattern_cache_bytes)
+        self.patterns = SizedLRU(
+            settings.pattern_cache_bytes, tensor_bytes
+        )  # forwards' attention, for /api/head
         # The one admission mechanism: at most `parallel_runs` forward passes at once (on 2 cores more
         # only slow every one down), on these few threads whichever of the server's ~40 request threads
         # asked: PyTorch keeps memory per calling thread, and with every request thread taking turns a
