@@ -47,7 +47,7 @@ def test_cli_dtype_bfloat16_loads_and_traces(tmp_path, hub_env):
     args = ["--model", "gpt2", "--model", "classroom", "--dtype", "bfloat16"]
     with run_app(args, tmp_path / "server.log", env=hub_env) as server:
         t = trace(server.url)
-        assert t["n"] == len(make_tokenizer().encode(PROMPT)) and t["attention"]["format"] == "u8-tril"
+        assert t["n"] == len(make_tokenizer().encode(PROMPT)) and t["thumbnails"]["format"] == "u8-tril"
     assert "on cpu (bfloat16)" in server.output()
 
 
