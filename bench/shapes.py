@@ -102,6 +102,8 @@ def ratios(net: Transformer, n: int, budget: Budget, expected_s: float | None = 
         "trace": lambda: run_trace(net, ids, [str(i) for i in ids], Run(), lens_k=5),
     }
     row, skipped = {"n": n}, {}
+    if expected_s == float("inf"):
+        return {**row, "skip": "the shorter n was already over the budget"}
     if expected_s is not None and 2 * expected_s > budget.ratios:  # do not spend a minute to learn it
         return {**row, "skip": f"a plain forward would take ~{expected_s:.0f} s (from the shorter n): "
                 f"over the {budget.ratios:.0f} s budget"}  # fmt: skip
@@ -126,19 +128,23 @@ def ratios(net: Transformer, n: int, budget: Budget, expected_s: float | None = 
             "ratio": {k: v / times["sdpa"] for k, v in times.items() if k != "sdpa"}}  # fmt: skip
 
 
-LOAD = """import resource, sys, time, torch
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child forked from this multi-GB bench
+# process would report the bench's size. VmHWM belongs to the new address space exec makes.
+LOAD = """import sys, time, torch
 from model import load
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def hwm():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+before = hwm()
 t0 = time.perf_counter()
 lm = load(sys.argv[1], dtype=getattr(torch, sys.argv[2]))
 seconds = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux: this process's high-water mark
+peak = hwm()  # KiB: this process's high-water mark
 print(seconds, before, peak, next(lm.net.parameters()).dtype)
 """
 
 
 def load_cost(folder: Path, dtype: str) -> dict:
-    """`load()` in a fresh process: seconds, and its peak resident memory (ru_maxrss of that child)."""
+    """`load()` in a fresh process: seconds, and its peak resident memory (VmHWM of that child)."""
     proc = subprocess.Popen([sys.executable, "-c", LOAD, str(folder), dtype], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
