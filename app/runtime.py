@@ -41,6 +41,7 @@ from .settings import Settings
 RUNNER_THREAD = "atlas-model"
 POLL_S = 0.1  # how often a waiting request checks that its client is still there
 T = TypeVar("T")
+MEASUREMENTS_KEPT = 64  # answers of expensive measurements (memory, RoPE stretch) held for the server's life
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,8 @@ class Runtime:
         self.patterns = SizedLRU(
             settings.pattern_cache_bytes, tensor_bytes
         )  # forwards' attention, for /api/head
+        # Kept apart from `cache`, which a class's traces churn through: one costs tens of seconds.
+        self.measurements: SizedLRU[Answer] = SizedLRU(MEASUREMENTS_KEPT, size_of=lambda _: 1)
         # The one admission mechanism: at most `parallel_runs` forward passes at once (on 2 cores more
         # only slow every one down), on these few threads whichever of the server's ~40 request threads
         # asked: PyTorch keeps memory per calling thread, and with every request thread taking turns a
@@ -356,6 +359,27 @@ class Runtime:
             body = Answer.of(self.run(lambda: build().model_dump_json().encode(), kind), key)
             self.cache.put(key, body)
         return body
+
+    def measured(
+        self, kind: str, lm: LanguageModel, req: BaseModel, measure: Callable[[], BaseModel]
+    ) -> Answer:
+        """Like `cached`, for a measurement that does not depend on the server's load: `measure()` runs
+        on the request's thread (it holds its own lock and queues its own model jobs), and its answer is
+        kept in `measurements`, out of reach of the traces' evictions."""
+        key = cache_key(kind, lm, req)
+        body = self.measurements.get(key)
+        if body is None:
+            body = Answer.of(measure().model_dump_json().encode(), key)
+            self.measurements.put(key, body)
+        return body
+
+    def check_index(self, index: int | None, n: int) -> int:
+        """A query position within the prompt's n tokens; None means the last."""
+        if index is None:
+            return n - 1
+        if not 0 <= index < n:
+            raise BadInput(f"index {index} is outside the prompt's {n} tokens (0-{n - 1}).")
+        return index
 
     def close(self) -> None:
         """Stop the model threads (the lifespan calls this at shutdown; queued work finishes first)."""

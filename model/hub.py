@@ -99,12 +99,13 @@ def resolve(spec: str) -> Path:
     """The folder holding `spec`: from the local cache, else downloaded if this machine can."""
     repo, revision = split_name(spec)
     snapshot = cached_snapshot(repo, revision)
-    if snapshot is not None and not missing_files(snapshot):
+    missing = missing_files(snapshot) if snapshot is not None else []
+    if snapshot is not None and not missing:
         return snapshot
     why = offline_reason()
     if why is None:
         return download(repo, revision)
-    have = f" (its snapshot {snapshot} lacks {', '.join(missing_files(snapshot))})" if snapshot else ""
+    have = f" (its snapshot {snapshot} lacks {', '.join(missing)})" if snapshot else ""
     raise HubError(
         f"{spec!r} is not a bundled model, not a folder, and not in the Hugging Face cache {cache_dir()}"
         f"{have}, and it cannot be downloaded here ({why}): {fetch_advice(repo, revision)}"

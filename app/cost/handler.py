@@ -10,7 +10,7 @@ from model import LanguageModel
 
 from ..errors import BadInput, Busy, sentence
 from ..exclusive import exclusive
-from ..runtime import Answer, Runtime, cache_key
+from ..runtime import Runtime
 from ..wire import rounded
 from . import text
 from .schemas import CostRequest, CostResponse, MemoryRequest, MemoryResponse, TimingRequest, TimingResponse
@@ -66,12 +66,7 @@ def memory(rt: Runtime, req: MemoryRequest) -> bytes:
     if why := unsupported(device):
         raise BadInput(sentence(ValueError(why)))
     req = req.model_copy(update={"max_n": top})
-    key = cache_key("cost-memory", lm, req)
-    body = rt.cache.get(key)
-    if body is None:
-        body = Answer.of(measure_memory(rt, lm, top, device).model_dump_json().encode(), key)
-        rt.cache.put(key, body)
-    return body
+    return rt.measured("cost-memory", lm, req, lambda: measure_memory(rt, lm, top, device))
 
 
 def measure_memory(rt: Runtime, lm: LanguageModel, top: int, device: str) -> MemoryResponse:

@@ -1,7 +1,7 @@
 """POST /api/rope/stretch: loss by position past the training length, without and with interpolation.
 
 Expensive (a few dozen forwards of 4x the context), so computed once per (model, request) and kept
-for the server's life, apart from the response cache a class's traces churn through. Each forward is
+for the server's life (`Runtime.measured`), apart from the response cache a class's traces churn through. Each forward is
 its own job on the model threads, so pages keep being answered between them; and one computation
 runs at a time per server (app/exclusive.py: another gets 503 with Retry-After at once).
 """
@@ -9,40 +9,23 @@ runs at a time per server (app/exclusive.py: another gets 503 with Retry-After a
 from __future__ import annotations
 
 import math
-import threading
-from weakref import WeakKeyDictionary
 
 from labs.stretch import stretch
 from model import LanguageModel
 
 from ..errors import BadInput
 from ..exclusive import exclusive
-from ..runtime import Answer, Runtime, cache_key
+from ..runtime import Runtime
 from ..wire import rounded
 from . import text
 from .schemas import StretchRequest, StretchResponse
 
 HOLD_S = 60.0  # what the lock tells a waiting client the measurement may take, at most
-MEMO_PER_MODEL = 16  # distinct requests kept per model (a handful of scale sets in practice)
-
-_memo: WeakKeyDictionary[LanguageModel, dict[str, Answer]] = WeakKeyDictionary()
-_memo_lock = threading.Lock()
 
 
 def rope_stretch(rt: Runtime, req: StretchRequest) -> bytes:
     lm = rt.lm(req.model)
-    key = cache_key("rope-stretch", lm, req)
-    with _memo_lock:
-        done = _memo.get(lm, {}).get(key)
-    if done is not None:
-        return done
-    body = Answer.of(build(rt, lm, req).model_dump_json().encode(), key)
-    with _memo_lock:
-        kept = _memo.setdefault(lm, {})
-        if len(kept) >= MEMO_PER_MODEL:
-            kept.pop(next(iter(kept)))
-        kept[key] = body
-    return body
+    return rt.measured("rope-stretch", lm, req, lambda: build(rt, lm, req))
 
 
 def build(rt: Runtime, lm: LanguageModel, req: StretchRequest) -> StretchResponse:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from labs.score import score_steps, shown_keys
 
-from ..errors import BadInput
 from ..runtime import Runtime
 from ..wire import rounded
 from . import text
@@ -19,9 +18,7 @@ def score(rt: Runtime, req: ScoreRequest) -> bytes:
     rt.check_heads(lm, [(req.layer, req.head)])
     ids = rt.ids(lm, req.prompt)
     n = len(ids)
-    index = n - 1 if req.index is None else req.index
-    if not 0 <= index < n:
-        raise BadInput(f"index {req.index} is outside the prompt's {n} tokens (0-{n - 1}).")
+    index = rt.check_index(req.index, n)
     req = req.model_copy(update={"index": index})
 
     def build() -> ScoreResponse:

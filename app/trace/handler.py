@@ -12,7 +12,6 @@ from labs.showcase import showcase_head
 from model import LanguageModel
 from model.trace import Trace
 
-from ..errors import BadInput
 from ..predictions import compare_distributions
 from ..runtime import Runtime
 from ..wire import encode_thumbnails, encode_u16, rounded
@@ -125,9 +124,7 @@ def ablation(rt: Runtime, req: AblationRequest) -> bytes:
     rt.check_top_k(req.top_k)
     ids = rt.ids(lm, req.prompt)
     n = len(ids)
-    index = n - 1 if req.index is None else req.index
-    if not 0 <= index < n:
-        raise BadInput(f"index {req.index} is outside the prompt's {n} tokens (0-{n - 1}).")
+    index = rt.check_index(req.index, n)
     req = req.model_copy(update={"ablate": ablate, "index": index})
 
     def build() -> AblationResponse:
