@@ -18,7 +18,7 @@ from .tokenizer import Tokenizer
 from .transformer import Transformer, rope_inv_freq
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
-BUNDLED = ("classroom",)
+BUNDLED = ("classroom", "classroom-gpt2")  # Llama-style, and its GPT-2-style twin (training/recipe.py)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -189,14 +189,18 @@ def build(
     return net
 
 
-def save(lm_net: Transformer, tokenizer: Tokenizer, folder: Path, card: str | None = None) -> None:
-    """Write our own format: config.json + model.safetensors + tokenizer.json (+ MODEL_CARD.md)."""
+def save(
+    lm_net: Transformer, tokenizer: Tokenizer, folder: Path, card: str | None = None, dtype: str | None = None
+) -> None:
+    """Write our own format: config.json + model.safetensors + tokenizer.json (+ MODEL_CARD.md), the
+    weights in `dtype` ("bfloat16" halves the file; loading converts to the dtype asked for)."""
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
     cfg = {k: v for k, v in lm_net.cfg.to_dict().items() if k != "name"}
     (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    sd = {k: v.detach().cpu().contiguous() for k, v in lm_net.state_dict().items()}
+    to = resolve_dtype(dtype) if dtype else None
+    sd = {k: v.detach().cpu().to(to or v.dtype).contiguous() for k, v in lm_net.state_dict().items()}
     if lm_net.cfg.tie_embeddings:
         sd.pop("unembed.weight")
     save_file(sd, folder / "model.safetensors")

@@ -15,7 +15,7 @@ from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from model.tokenizer import Tokenizer
 
-from . import corpus
+from . import corpus, vocab
 from .recipe import Recipe
 
 NATURAL_WEIGHTS = {"stories": 0.4, "brown": 0.3, "bible": 0.15, "wordnet": 0.15}
@@ -45,7 +45,7 @@ def token_stream(tok: Tokenizer, docs: list[str]) -> np.ndarray:
 
 def tokenize_corpus(corpus_dir: Path, vocab_size: int):
     """Tokenizer and token streams, cached next to the corpus (both are deterministic)."""
-    cache = corpus_dir / f"tokens-{vocab_size}"
+    cache = corpus_dir / f"tokens-{vocab_size}-words"
     if (cache / "tokenizer.json").exists():
         tok = Tokenizer.from_file(cache / "tokenizer.json")
         data = np.load(cache / "streams.npz")
@@ -53,7 +53,8 @@ def tokenize_corpus(corpus_dir: Path, vocab_size: int):
         return tok, streams, {p: data[f"val_{p}"] for p in corpus.PARTS}
     train_docs = {p: corpus.read_part(corpus_dir, p, "train") for p in corpus.PARTS}
     val_docs = {p: corpus.read_part(corpus_dir, p, "val") for p in corpus.PARTS}
-    tok = train_tokenizer([d for p in corpus.PARTS for d in train_docs[p]], vocab_size)
+    docs = [d for p in corpus.PARTS for d in train_docs[p]]
+    tok = train_tokenizer(docs + vocab.supplement(docs), vocab_size)
     streams = {p: token_stream(tok, train_docs[p]) for p in corpus.PARTS}
     val_streams = {p: token_stream(tok, val_docs[p]) for p in corpus.PARTS}
     cache.mkdir(parents=True, exist_ok=True)

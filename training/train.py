@@ -30,16 +30,16 @@ from labs.roles.probes import measure_roles
 from model.config import ModelConfig
 from model.hooks import Run
 from model.lm import LanguageModel
-from model.loading import CHECKPOINTS, save
+from model.loading import CHECKPOINTS, load, save
 from model.transformer import Transformer
 
 from . import corpus
 from .card import evaluate, write_card
 from .data import Batches, load_corpus, tokenize_corpus
 from .hint import PreviousTokenHint
-from .recipe import Recipe
+from .recipe import RECIPES, Recipe
 
-__all__ = ["Recipe", "main", "train"]
+__all__ = ["RECIPES", "Recipe", "main", "train"]
 
 
 def copy_share(step: int, r: Recipe) -> float:
@@ -73,15 +73,17 @@ def val_losses(
         n = min(max_rows, (len(s) - 1) // seq)
         x = torch.from_numpy(s[: n * seq + 1].astype(np.int64))
         idx, tgt = x[:-1].view(n, seq), x[1:].view(n, seq)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            logits = net(idx, Run(impl="sdpa"))
+        logits = net(idx, Run(impl="sdpa"))
         out[part] = round(F.cross_entropy(logits.float().flatten(0, 1), tgt.flatten()).item(), 4)
     return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description="Train the classroom model.")
-    defaults = Recipe()
+    ap = argparse.ArgumentParser(description="Train a classroom model.")
+    ap.add_argument("--model", choices=sorted(RECIPES), default="classroom",
+                    help="the shipped recipe to start from; any flag below overrides one of its knobs")  # fmt: skip
+    known, _ = ap.parse_known_args()
+    defaults = RECIPES[known.model]
     for name, value in vars(defaults).items():
         flag = "--" + name.replace("_", "-")
         if isinstance(value, bool):
@@ -89,14 +91,16 @@ def main() -> None:
         else:
             ap.add_argument(flag, type=type(value), default=value)
     ap.add_argument("--corpus", type=Path, default=corpus.DEFAULT_OUT)
-    ap.add_argument("--out", type=Path, default=CHECKPOINTS / "classroom")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="default: the bundled checkpoint folder of the model"
+    )
     ap.add_argument(
         "--threads", type=int, default=2, help="2 on a quiet 2-core machine; 1 if other jobs share it"
     )
     args = ap.parse_args()
     r = Recipe(**{k: getattr(args, k) for k in vars(defaults)})
     torch.set_num_threads(args.threads)
-    train(r, args.corpus, args.out)
+    train(r, args.corpus, args.out or CHECKPOINTS / r.name)
 
 
 def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
@@ -108,9 +112,9 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     corpus_minutes = round((time.time() - t_start) / 60, 2)
     print("train tokens:", {p: len(s) for p, s in streams.items()}, f"({time.time() - t_start:.0f}s)")
 
-    cfg = ModelConfig(arch="llama", vocab_size=tok.vocab_size, n_layer=r.n_layer, n_head=r.n_head,
+    cfg = ModelConfig(arch=r.arch, vocab_size=tok.vocab_size, n_layer=r.n_layer, n_head=r.n_head,
                       n_kv_head=r.n_kv_head, d_model=r.d_model, d_ff=r.d_ff, context_length=r.seq,
-                      tie_embeddings=True, name="classroom")  # fmt: skip
+                      tie_embeddings=True, name=r.name)  # fmt: skip
     net = Transformer(cfg)
     net.init_weights(r.seed)
     decay = [p for p in net.parameters() if p.dim() >= 2]
@@ -118,22 +122,23 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": r.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=r.lr, betas=(0.9, 0.95))  # fmt: skip
     fwd = torch.compile(net) if r.compile else net
-    lm = LanguageModel(net, tok, name="classroom")
+    lm = LanguageModel(net, tok, name=r.name)
     batches = Batches(streams, r)
     history = []
     tokens_seen = 0
     t_train = time.time()
-    hint = PreviousTokenHint(net.cfg)
+    hint = PreviousTokenHint(net.cfg) if r.hint_steps else None
     bar = tqdm(range(r.steps), desc="train", mininterval=5)
     for step in bar:
         hinted = step < r.hint_steps
         frac = copy_share(step, r)
-        x, y, m = batches.short() if step < r.short_steps else batches.get(frac)
+        short = step < r.short_pure or (step < r.short_steps and step % r.short_every == 0)
+        x, y, m = batches.short() if short else batches.get(frac)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, r)
         # Fused attention: training never looks at the pattern; the hint reads q and k from the cache.
         run = Run(impl="sdpa", capture=hint.names if hinted else None)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=r.bf16_autocast):
             logits = fwd(x, run)
         loss = masked_loss(logits, y, m)
         total = loss + r.hint_weight * hint.loss(run.cache) if hinted else loss
@@ -156,14 +161,16 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
             tqdm.write(json.dumps(rec))
     train_seconds = time.time() - t_train
     net.eval()
-    lm = LanguageModel(net, tok, name="classroom")  # evaluated on the explicit path, as the app runs it
-    figures = evaluate(lm, val_streams)
-    figures["training"] = {"recipe": vars(r), "tokens_seen": tokens_seen, "train_minutes": round(train_seconds / 60, 1),
-                           "tokens_per_second": round(tokens_seen / train_seconds),
-                           "total_minutes": round((time.time() - t_start) / 60, 1),
-                           "corpus_minutes": None if corpus_cached else corpus_minutes,
-                           "history": history}  # fmt: skip
-    save(lm.net, tok, out, card=None)
+    save(net, tok, out, card=None, dtype=r.store_dtype)
+    record = {"recipe": vars(r), "tokens_seen": tokens_seen, "train_minutes": round(train_seconds / 60, 1),
+              "tokens_per_second": round(tokens_seen / train_seconds),
+              "corpus_minutes": None if corpus_cached else corpus_minutes, "history": history}  # fmt: skip
+    # Kept beside the corpus (ignored by git) so `python -m training.card` can rewrite the card later.
+    (corpus_dir / f"{r.name}.training.json").write_text(json.dumps(record))
+    # Evaluated on the stored weights (rounded to store_dtype), loaded as the app loads them.
+    lm = load(out)
+    figures = evaluate(lm, val_streams, corpus_dir)
+    figures["training"] = {**record, "total_minutes": round((time.time() - t_start) / 60, 1)}
     write_card(out, lm, figures)
     print(f"saved {out} in {(time.time() - t_start) / 60:.1f} min")
 

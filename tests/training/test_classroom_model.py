@@ -1,41 +1,75 @@
-"""The shipped classroom model: recompute its head scores and losses, compare with its card and the bar.
+"""The shipped classroom models: recompute their head scores, atlas, demos and losses, compare with
+their cards and the bars of issue #17.
 
-Nothing here reads a score from the card without recomputing it from the weights first.
+Nothing here reads a score from a card without recomputing it from the weights first. The figures
+that need the corpus (validation losses, bits per byte, the corpus's most frequent words) are
+recomputed by `python -m training.card FOLDER`; the tests check what the card says about them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+import torch
+from safetensors import safe_open
 
-from labs.roles.knockout import repeat_losses
 from model import load
 from model.loading import bundled_path
-from training.card import measure_fixed, read_figures
-from training.hint import HINTED_HEAD
+from training.card import bars_met, measure_fixed, read_figures
+from training.recipe import RECIPES
+from training.vocab import preset_words
 
 TOL = 2e-3  # fp32 on another CPU may differ in the last digits, never by this much
+MODELS = ("classroom", "classroom-gpt2")
 
 
-@pytest.fixture(scope="module")
-def classroom():
-    lm = load("classroom")
+@pytest.fixture(scope="module", params=MODELS)
+def shipped(request):
+    torch.set_num_threads(1)
+    lm = load(request.param)
     return lm, read_figures(lm.card), measure_fixed(lm)
 
 
-def test_checkpoint_format_and_size():
-    folder = bundled_path("classroom")
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md"):
-        assert (folder / name).is_file(), name
+@pytest.mark.parametrize("name", MODELS)
+def test_checkpoint_format_and_size(name):
+    folder = bundled_path(name)
+    for file in ("config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md"):
+        assert (folder / file).is_file(), file
     assert (folder / "model.safetensors").stat().st_size <= 20 * 1024 * 1024
-    cfg = load("classroom").config
-    assert cfg.arch == "llama" and cfg.n_kv_head < cfg.n_head  # RoPE, RMSNorm, SwiGLU, GQA
+    with safe_open(folder / "model.safetensors", "pt") as f:
+        assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"BF16"}  # stored small ...
+    lm = load(name)
+    assert next(lm.net.parameters()).dtype == torch.float32  # ... computed in float32
+    cfg = lm.config
     assert cfg.context_length >= 256
+    if name == "classroom":
+        assert cfg.arch == "llama" and cfg.n_kv_head < cfg.n_head  # RoPE, RMSNorm, SwiGLU, GQA
+    else:
+        assert cfg.arch == "gpt2" and cfg.positional == "learned" and cfg.n_kv_head == cfg.n_head
 
 
-def test_head_scores_match_the_card(classroom):
-    _, card, now = classroom
+def test_the_twins_share_tokenizer_size_and_recipe():
+    a, b = (load(n) for n in MODELS)
+    assert (bundled_path(MODELS[0]) / "tokenizer.json").read_bytes() == (
+        bundled_path(MODELS[1]) / "tokenizer.json"
+    ).read_bytes()
+    assert (a.config.n_layer, a.config.d_model, a.config.n_head) == (
+        b.config.n_layer,
+        b.config.d_model,
+        b.config.n_head,
+    )
+    ra, rb = (read_figures(m.card)["training"]["recipe"] for m in (a, b))
+    differ = {k for k in ra if ra[k] != rb[k]}
+    # Only the block and the hint differ: same data, schedule, seed and tokenizer.
+    assert differ <= {"name", "arch", "n_kv_head", "d_ff", "hint_steps"}, differ
+    assert rb["hint_steps"] == 0 and ra == vars(RECIPES["classroom"])
+    assert rb == vars(RECIPES["classroom-gpt2"])
+
+
+def test_head_scores_match_the_card(shipped):
+    _, card, now = shipped
     for key in ("previous_token_table", "induction_table"):
         for row_card, row_now in zip(card["roles"][key], now["roles"][key], strict=True):
             assert row_now == pytest.approx(row_card, abs=TOL), key
@@ -45,10 +79,31 @@ def test_head_scores_match_the_card(classroom):
             card["roles"][key]["layer"], card["roles"][key]["head"])  # fmt: skip
     for key in ("first_copy_loss", "second_copy_loss"):
         assert now["roles"][key] == pytest.approx(card["roles"][key], abs=1e-2)
+    assert now["previous_token_unaided"]["score"] == pytest.approx(
+        card["previous_token_unaided"]["score"], abs=TOL
+    )
 
 
-def test_card_prose_names_the_measured_heads(classroom):
-    lm, card, _ = classroom
+def test_atlas_and_demos_match_the_card(shipped):
+    _, card, now = shipped
+    for key in ("labels", "roles", "pure_self_heads"):
+        assert now["atlas"][key] == card["atlas"][key], key
+    assert now["atlas"]["max_layer_share"] == pytest.approx(card["atlas"]["max_layer_share"])
+    for d_now, d_card in zip([now["demos"]["counting"], *now["demos"]["names"]],
+                             [card["demos"]["counting"], *card["demos"]["names"]], strict=True):  # fmt: skip
+        assert (d_now["top"], d_now["right"], d_now["expected_rank"]) == (
+            d_card["top"],
+            d_card["right"],
+            d_card["expected_rank"],
+        )
+        assert d_now["expected_prob"] == pytest.approx(d_card["expected_prob"], abs=TOL)
+    ioi_now, ioi_card = now["demos"]["indirect_object"], card["demos"]["indirect_object"]
+    assert ioi_now["a_more_likely"] == ioi_card["a_more_likely"]
+    assert ioi_now["mean_p_a"] == pytest.approx(ioi_card["mean_p_a"], abs=TOL)
+
+
+def test_card_prose_names_the_measured_heads(shipped):
+    lm, card, _ = shipped
     pt, ind = card["roles"]["previous_token"], card["roles"]["induction"]
     assert re.search(
         rf"previous-token head: \*\*L{pt['layer']}H{pt['head']}\*\*, score {pt['score']:.3f}", lm.card
@@ -58,65 +113,51 @@ def test_card_prose_names_the_measured_heads(classroom):
     )
 
 
-def test_losses_and_completions_match_the_card(classroom):
-    _, card, now = classroom
+def test_losses_and_completions_match_the_card(shipped):
+    _, card, now = shipped
     for key in ("position_on", "position_off"):
         assert now["prose_loss"][key] == pytest.approx(card["prose_loss"][key], abs=1e-2)
     assert now["completions"] == card["completions"]
 
 
-def test_card_claims_only_the_bars_the_weights_meet(classroom):
-    lm, card, now = classroom
-    roles = now["roles"]
-    # Recomputed against the issue's thresholds, and the card must say exactly that, in prose too.
-    assert now["bars_met"] == {
-        "previous_token": roles["previous_token"]["score"] >= 0.6,
-        "induction": roles["induction"]["score"] >= 0.5,
-        "copy_ratio": roles["second_copy_loss"] < roles["first_copy_loss"] / 3,
-    }
-    assert card["bars_met"] == now["bars_met"]
-    assert lm.card.count("**NOT met**") == sum(not ok for ok in now["bars_met"].values())
+def test_tokenizer_keeps_the_words_a_class_types_whole(shipped):
+    lm, card, now = shipped
+    words = card["tokenizer"]["top_word_list"]  # the corpus's 1,000 most frequent, listed by the training run
+    assert len(words) == 1000
+    single = sum(len(lm.encode(" " + w)) == 1 for w in words) / len(words)
+    assert single == pytest.approx(card["tokenizer"]["top_words_single"], abs=1e-4)
+    assert single >= 0.95
+    split = [w for w in preset_words() if len(lm.encode(w)) != 1]
+    assert split == now["tokenizer"]["preset_words_split"] == []
+    assert [lm.tokenizer.decode([i]) for i in lm.encode("The dog bites the man.")] == [
+        "The", " dog", " bites", " the", " man", "."]  # fmt: skip
 
 
-def test_previous_token_head_does_its_job(classroom):
-    _, _, now = classroom
-    assert now["roles"]["previous_token"]["score"] >= 0.6
+def test_card_claims_only_the_bars_the_weights_meet(shipped):
+    lm, card, now = shipped
+    # Re-judged on recomputed figures (the corpus-wide word share as the card lists it, checked above).
+    now["tokenizer"]["top_words_single"] = card["tokenizer"]["top_words_single"]
+    assert bars_met(now, lm.config.arch) == card["bars_met"]
+    assert lm.card.count("**NOT met**") == sum(not ok for ok in card["bars_met"].values())
 
 
-def test_the_hinted_previous_token_head_is_part_of_the_induction_circuit(classroom):
-    # Training hinted this head towards the previous token early on (training/hint.py). It earns its
-    # place only if the model uses it: without it, the induction head's keys lose the previous token
-    # and the second copy can no longer be predicted.
-    lm, _, now = classroom
-    assert now["roles"]["previous_token"]["score"] >= 0.6
-    _, second = repeat_losses(lm)
-    _, second_without = repeat_losses(lm, [HINTED_HEAD])
-    assert second_without > second + 2.0, (second, second_without)
+def test_training_fits_the_budget(shipped):
+    _, card, _ = shipped
+    tr = card["training"]
+    assert tr["total_minutes"] <= 75  # training and evaluation, one command, 2 cores
+    assert json.loads(json.dumps(tr["recipe"]))["steps"] == tr["history"][-1]["step"]
 
 
-def test_induction_head_does_its_job(classroom):
-    _, _, now = classroom
-    roles = now["roles"]
-    assert roles["induction"]["score"] >= 0.5
-    assert roles["second_copy_loss"] < roles["first_copy_loss"] / 3
-    assert (roles["induction"]["layer"], roles["induction"]["head"]) != HINTED_HEAD
-
-
-def test_training_fits_the_budget(classroom):
-    _, card, _ = classroom
-    assert card["training"]["total_minutes"] <= 90  # corpus, tokenizer, training and evaluation on 2 cores
-
-
-def test_position_matters(classroom):
-    _, card, now = classroom
-    # Turning RoPE off must visibly damage predictions, on the probe sentence and on held-out text.
+def test_position_matters(shipped):
+    _, card, now = shipped
+    # Turning positions off must visibly damage predictions, on the probe sentence and on held-out text.
     assert now["prose_loss"]["position_off"] > now["prose_loss"]["position_on"] + 0.3
     for part, v in card["validation"].items():
         assert v["position_off"] > v["position_on"], part
 
 
-def test_completions_are_text(classroom):
-    _, _, now = classroom
+def test_completions_are_text(shipped):
+    _, _, now = shipped
     assert "Once upon a time" in now["completions"]
     for prompt, completion in now["completions"].items():
         assert len(completion.strip()) > 0, prompt

@@ -1,0 +1,58 @@
+"""What the model cards measure beyond head scores: bits per byte, the in-context demos and the
+atlas summary, checked on the tiny model against a direct computation."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from labs.demos import COUNTING, IOI_PAIRS, measure_demos, next_token
+from training.card import atlas_figures, bars_met, bits_per_byte
+
+
+def test_bits_per_byte_is_the_loss_over_the_bytes_of_the_predicted_tokens(tiny_lm):
+    text = "The cat sat on the mat. " * 40
+    ids, T = tiny_lm.encode(text), tiny_lm.config.context_length
+    assert len(ids) > T  # more than one window
+    nats, nbytes = 0.0, 0
+    for i in range(0, len(ids) - 1, T):
+        w = ids[i : i + T]
+        logits = tiny_lm.logits(w)
+        nats += F.cross_entropy(logits[:-1], torch.tensor(w[1:]), reduction="sum").item()
+        nbytes += len(tiny_lm.tokenizer.decode(w[1:]).encode())
+    assert bits_per_byte(tiny_lm, text) == round(nats / math.log(2) / nbytes, 4)
+
+
+def test_next_token_ranks_the_expected_token(tiny_lm):
+    d = next_token(tiny_lm, *COUNTING)
+    probs = tiny_lm.logits(tiny_lm.encode(COUNTING[0]))[-1].softmax(-1)
+    want = tiny_lm.encode(COUNTING[1])[0]
+    assert d["expected_rank"] == int((probs > probs[want]).sum()) + 1
+    assert d["right"] == (d["expected_rank"] == 1) and 0 <= d["expected_prob"] <= d["top_prob"] <= 1
+
+
+def test_demos_and_atlas_summary_have_every_figure_the_bars_read(tiny_lm):
+    demos = measure_demos(tiny_lm)
+    ioi = demos["indirect_object"]
+    assert len(ioi["sentences"]) == len(IOI_PAIRS) and 0 <= ioi["a_more_likely"] <= len(IOI_PAIRS)
+    atlas = atlas_figures(tiny_lm)
+    L, H = tiny_lm.config.n_layer, tiny_lm.config.n_head
+    assert len(atlas["labels"]) == L and all(len(row) == H for row in atlas["labels"])
+    assert 0 <= atlas["max_layer_share"] <= 1
+    roles = {"previous_token_table": [[0.7] * H] * L, "induction_table": [[0.6] * H] * L,
+             "first_copy_loss": 9.0, "second_copy_loss": 1.0}  # fmt: skip
+    f = {"roles": roles, "atlas": atlas, "demos": demos, "previous_token_unaided": {"score": 0.7},
+         "tokenizer": {"preset_words_split": []}}  # fmt: skip
+    bars = bars_met(f, "llama")
+    assert bars["previous_token"] and bars["induction"] and bars["copy_ratio"] and bars["words"]
+    assert bars["roles"] == (len(atlas["roles"]) >= 4)
+    assert set(bars_met(f, "gpt2")) == {
+        "previous_token",
+        "induction",
+        "copy_ratio",
+        "counting",
+        "made_up_name",
+        "words",
+    }
