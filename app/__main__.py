@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from app.middleware import is_loopback
 from app.serving import serve
-from app.settings import Settings
+from app.settings import DEFAULT_MODELS, Settings
 from model import LanguageModel
 from model.hub import is_hub_name
 from model.loading import BUNDLED, DTYPES, ModelLoadError, bundled_path, load
@@ -41,7 +41,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", action="append", dest="models", metavar="NAME_OR_PATH",
                    help="a bundled model name, a model folder, or a Hugging Face name (gpt2, Qwen/Qwen2.5-0.5B, "
                         "name@revision) from the local cache; repeat to offer several (first = default; "
-                        "default: classroom)")  # fmt: skip
+                        "default: classroom and its twin classroom-gpt2)")  # fmt: skip
     p.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
@@ -61,7 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--port must be 1-65535, not {args.port}")
     if args.workers < 1:
         p.error(f"--workers must be at least 1, not {args.workers}")
-    args.models = args.models or ["classroom"]
+    args.models = args.models or list(DEFAULT_MODELS)
     return args
 
 

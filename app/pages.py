@@ -16,6 +16,8 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from labs.presets import PRESETS
+
 from .deps import Service
 from .vendor import plotly_src
 
@@ -39,6 +41,7 @@ PAGES = (
     Page("/anatomy", "anatomy.html", "Anatomy"),
 )
 templates.env.globals["nav"] = [(p.path, p.label) for p in PAGES]
+templates.env.globals["presets"] = PRESETS  # the explorer's class demos (labs/presets.py)
 
 router = APIRouter(include_in_schema=False)
 

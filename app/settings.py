@@ -12,12 +12,16 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# The bundled pair: the Llama-style classroom model (the default) and its GPT-2-style twin, so the model
+# selector, the position lab's learned positions and every preset work on both out of the box.
+DEFAULT_MODELS = ("classroom", "classroom-gpt2")
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ATLAS_", extra="forbid")
 
     # Bundled names, model folders or Hugging Face names (from the local cache); the first is the default.
-    models: list[str] = Field(default=["classroom"], min_length=1)
+    models: list[str] = Field(default_factory=lambda: list(DEFAULT_MODELS), min_length=1)
     device: Literal["cpu", "cuda"] = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] | None = None  # None: float32 on CPU, bfloat16 on CUDA
     max_prompt_chars: int = Field(default=4000, ge=1)

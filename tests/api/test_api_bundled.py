@@ -1,12 +1,16 @@
-"""The API on the bundled classroom model, as `make run` serves it."""
+"""The API on the bundled classroom models, as `make run` serves them (the classroom model and its twin)."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
 
+from app.settings import DEFAULT_MODELS
 from app.wire import decode_thumbnails
 from labs.census import param_census
+from labs.presets import PRESETS
 from model import load
 from tests.api_helpers import client_for
 
@@ -20,13 +24,15 @@ def lm():
 
 @pytest.fixture(scope="module")
 def client():
-    with client_for("classroom") as c:  # the CLI default
+    with client_for(*DEFAULT_MODELS) as c:  # the CLI default
         yield c
 
 
 def test_bundled_model_is_described_and_counted(client, lm):
     body = client.get("/api/models").json()
-    assert body["default"] == "classroom" and len(body["models"]) == 1
+    assert body["default"] == "classroom"
+    assert [m["name"] for m in body["models"]] == ["classroom", "classroom-gpt2"]
+    assert [m["positional"] for m in body["models"]] == ["rope", "learned"]
     info = body["models"][0]
     assert info["params"] == param_census(lm.config)
     assert info["params"]["total"] == sum(p.numel() for p in lm.net.parameters())
@@ -58,3 +64,15 @@ def test_bundled_context_length_is_the_token_limit(client, lm):
 def test_bundled_index_page_names_the_model(client):
     r = client.get("/")
     assert r.status_code == 200 and "classroom" in r.text
+
+
+def test_every_class_demo_is_offered_and_runs_on_both_models(client):
+    page = client.get("/").text
+    for p in PRESETS:
+        assert f'<option value="{p.text}">{p.label}</option>' in page
+    for model in DEFAULT_MODELS:
+        for p in PRESETS:
+            r = client.post("/api/trace", json={"prompt": p.text, "model": model, "top_k": 3})
+            assert r.status_code == 200, (model, p.label, r.text)
+            if p.real_words:  # one token per word and punctuation mark: what the class sees is words
+                assert r.json()["n"] == len(re.findall(r"\w+|[^\w\s]", p.text)), (model, p.text)

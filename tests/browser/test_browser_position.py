@@ -126,3 +126,23 @@ def test_gpt2_model_shows_learned_positions_instead_of_a_clock(page, tmp_path):
         assert metric(page, "perm-off", "probs") <= 1e-5
         page.locator("#rope-panel").scroll_into_view_if_needed()
         shoot(page, "position-gpt2", full_page=False)
+
+
+def test_the_bundled_twin_shows_learned_positions_one_click_away(page):
+    # As `make run` serves it: classroom (RoPE) and its GPT-2-style twin (learned positions).
+    with serve_app(create_app(Settings())) as url:
+        open_lab(page, url)
+        assert page.locator("#rope-body").is_visible()
+        button = page.locator("#rope-compare-btn")
+        assert button.text_content() == "Compare: learned position vectors in classroom-gpt2 (GPT-2-style) →"
+        button.click()
+        page.wait_for_selector("#learned-sim .main-svg", timeout=120_000)
+        assert page.locator("#rope-body").is_hidden() and "model=classroom-gpt2" in page.url
+        assert page.locator("#rope-title").text_content().startswith("Learned positions")
+        assert page.locator("#perm-on .positional").text_content() == "learned"
+        page.locator("#rope-panel").scroll_into_view_if_needed()
+        shoot(page, "position-twin-learned", full_page=False)
+        button.click()  # and back to the clock
+        page.wait_for_function("() => !document.getElementById('rope-body').hidden", timeout=120_000)
+        assert button.text_content() == "Compare: RoPE's clock in classroom →"
+        assert "model=classroom" in page.url and "classroom-gpt2" not in page.url

@@ -25,6 +25,8 @@ export const setModels = (m) => {
   models = m;
 };
 
+export const servedModels = () => models.models;
+
 export function modelInfo() {
   const name = store.get().model || models.default;
   return models.models.find((m) => m.name === name) || models.models[0];

@@ -7,7 +7,7 @@ import * as store from "../../lib/store.js";
 import { renderLearned } from "../../views/learnedpos.js";
 import { sci } from "../../views/permutation.js";
 import { renderClock, renderCurves } from "../../views/ropeclock.js";
-import { fillSelect, layerHead, modelInfo, requester } from "./lab.js";
+import { fillSelect, layerHead, modelInfo, requester, servedModels } from "./lab.js";
 
 const SCALE_STOPS = 6;
 const PLAY_STEP_MS = 70;
@@ -33,6 +33,8 @@ const ui = {
   learnedSim: byId("learned-sim"),
   learnedPca: byId("learned-pca"),
   error: byId("rope-error"),
+  compare: byId("rope-compare"),
+  compareButton: byId("rope-compare-btn"),
 };
 
 export const KEYS = ["model", "pi", "qk", "prompt", "layer", "head"];
@@ -44,6 +46,18 @@ let playTimer = null;
 const fetchRope = requester(ui.error);
 
 const scaleFor = (index) => modelInfo().rope_scale * 2 ** index;
+
+// The other kind of position, when the server has a model with it (the bundled classroom-gpt2 twin
+// learned its positions; classroom turns RoPE's clock): one click shows the same panel for it.
+function offerComparison(learned) {
+  const other = servedModels().find((m) => (m.positional === "learned") !== learned);
+  ui.compare.hidden = !other;
+  if (!other) return;
+  ui.compareButton.textContent = learned
+    ? `Compare: RoPE's clock in ${other.name} →`
+    : `Compare: learned position vectors in ${other.name} (GPT-2-style) →`;
+  ui.compareButton.onclick = () => store.set({ model: other.name });
+}
 
 export async function load() {
   const st = store.get();
@@ -57,6 +71,7 @@ export async function load() {
   data = answer;
   ui.message.textContent = data.message;
   const learned = data.positional === "learned";
+  offerComparison(learned);
   ui.title.textContent = learned ? "Learned positions: a vector per position, no clock" : "RoPE: a clock with many hands";
   ui.body.hidden = learned;
   ui.learnedBody.hidden = !learned;
