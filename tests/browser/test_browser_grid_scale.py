@@ -35,7 +35,7 @@ def save_random(folder, seed: int = 0, **shape) -> None:
     patterns are sharp (distinct pictures, as a trained model's are)."""
     tokenizer = Tokenizer.from_file(bundled_path("classroom") / "tokenizer.json")
     torch.manual_seed(seed)
-    net = Transformer(ModelConfig(vocab_size=4096, context_length=256, **shape))
+    net = Transformer(ModelConfig(vocab_size=tokenizer.vocab_size, context_length=256, **shape))
     net.init_weights(seed)
     with torch.no_grad():
         for block in net.blocks:

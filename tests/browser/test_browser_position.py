@@ -140,9 +140,10 @@ def test_the_bundled_twin_shows_learned_positions_one_click_away(page):
         assert page.locator("#rope-body").is_hidden() and "model=classroom-gpt2" in page.url
         assert page.locator("#rope-title").text_content().startswith("Learned positions")
         assert page.locator("#perm-on .positional").text_content() == "learned"
+        assert button.text_content() == "Compare: RoPE's clock in classroom →"
         page.locator("#rope-panel").scroll_into_view_if_needed()
         shoot(page, "position-twin-learned", full_page=False)
-        button.click()  # and back to the clock
+        button.click()  # and back to the clock, which offers the learned positions again
         page.wait_for_function("() => !document.getElementById('rope-body').hidden", timeout=120_000)
-        assert button.text_content() == "Compare: RoPE's clock in classroom →"
         assert "model=classroom" in page.url and "classroom-gpt2" not in page.url
+        assert button.text_content().startswith("Compare: learned position vectors")
