@@ -41,8 +41,8 @@ def preset_words() -> list[str]:
 def supplement(docs: list[str]) -> list[str]:
     """Lines for the tokenizer trainer: each word after a space and capitalised bare, plus the demos'."""
     words = top_words(docs, SUPPLEMENT_WORDS)
-    forms = [" " + w for w in words] + [w[0].upper() + w[1:] for w in words] + preset_words()
-    forms += [w.strip() for w in preset_words()] + [" " + w.strip() for w in preset_words()]
+    demo = [w.strip() for w in preset_words()]  # each demo word both bare and after a space
+    forms = [" " + w for w in words] + [w[0].upper() + w[1:] for w in words] + demo + [" " + w for w in demo]
     line = "\n".join(dict.fromkeys(forms))
     return [line] * SUPPLEMENT_REPEATS
 
