@@ -57,10 +57,13 @@ class LanguageModel:
         rope_scale: float | None = None,
         lens_k: int = 5,
         keep_resid: bool = False,
+        last_logits_only: bool = False,
     ) -> Trace:
         ids = self.ids_of(text_or_ids)
         run = self.make_run(position, causal, ablate, ablate_mode, rope_scale)
-        return run_trace(self.net, ids, self.tokenizer.displays(ids), run, lens_k, keep_resid)
+        return run_trace(
+            self.net, ids, self.tokenizer.displays(ids), run, lens_k, keep_resid, last_logits_only
+        )
 
     def batch_of(self, tokens: str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor) -> torch.Tensor:
         """Text, one list of ids, or a batch of equal-length id lists -> (B, T) ids on the model's device."""

@@ -19,7 +19,7 @@ class Trace:
     stage_names: list[str]  # 2L+1 names for the rows of resid_norms
     attn_write_norms: torch.Tensor  # (L, n) |what attention added|
     mlp_write_norms: torch.Tensor  # (L, n) |what the feed-forward added|
-    logits: torch.Tensor  # (n, V)
+    logits: torch.Tensor  # (n, V); with last_logits_only, (1, V): the last position's alone
     lens_ids: torch.Tensor | None  # (L, n, k) logit lens: top-k tokens read off the residual after each layer
     lens_probs: torch.Tensor | None  # (L, n, k); both None when lens_k = 0
     resid: torch.Tensor | None = None  # (L+1, n, D) residual stream after embedding and each block
@@ -45,16 +45,26 @@ def capture_names(n_layer: int) -> list[str]:
 
 @torch.inference_mode()
 def run_trace(
-    net: Transformer, ids: list[int], tokens: list[str], run: Run, lens_k: int = 5, keep_resid: bool = False
+    net: Transformer,
+    ids: list[int],
+    tokens: list[str],
+    run: Run,
+    lens_k: int = 5,
+    keep_resid: bool = False,
+    last_logits_only: bool = False,
 ) -> Trace:
+    """`last_logits_only` unembeds the last position alone: on an 8k vocabulary the unembedding of every
+    position is a third of a 4-layer model's forward, and a keystroke's view needs only the last one."""
     if run.impl != "explicit":
         raise ValueError("a trace shows attention patterns, which only impl='explicit' computes")
+    if last_logits_only and lens_k > 0:
+        raise ValueError("the logit lens reads every position's logits: use lens_k=0 with last_logits_only")
     L = net.cfg.n_layer
     run.capture = set(capture_names(L))
     device = next(net.parameters()).device
     idx = torch.tensor([ids], dtype=torch.long, device=device)
     final = net.residual_stream(idx, run)
-    logits = net.unembed(net.ln_final(final, run))[0].float()  # (n, V)
+    logits = net.unembed(net.ln_final(final[:, -1:] if last_logits_only else final, run))[0].float()
     c = {k: v[0] for k, v in run.cache.items()}  # drop the batch dimension: views, no copies
 
     def per_layer(short: str) -> list[torch.Tensor]:

@@ -35,9 +35,12 @@ def models(rt: Runtime) -> ModelsResponse:
     return ModelsResponse(**rt.models_info())
 
 
-def forward(rt: Runtime, lm: LanguageModel, ids: list[int], req: Switches, lens_k: int = 0) -> Trace:
+def forward(
+    rt: Runtime, lm: LanguageModel, ids: list[int], req: Switches, lens_k: int = 0, last_only: bool = False
+) -> Trace:
     """The trace of one forward (on a model thread), its attention kept for `attention_of`."""
-    t = lm.trace(ids, position=req.position, causal=req.causal, ablate=req.ablate, lens_k=lens_k)
+    t = lm.trace(ids, position=req.position, causal=req.causal, ablate=req.ablate, lens_k=lens_k,
+                 last_logits_only=last_only)  # fmt: skip
     rt.patterns.put(pattern_key(lm, ids, req), t.attention)
     return t
 
@@ -60,8 +63,9 @@ def trace(rt: Runtime, req: TraceRequest) -> bytes:
     req = req.model_copy(update={"ablate": ablate})
 
     def build() -> TraceResponse:
-        t = forward(rt, lm, ids, req)
+        t = forward(rt, lm, ids, req, last_only=req.predict == "last")
         top_ids, top_p = top_k(t.logits, req.top_k, req.temperature)
+        first = len(ids) - len(t.logits)  # the position of the first row of predictions
         show = showcase_head(t.attention)
         display = lm.tokenizer.display
         return TraceResponse(
@@ -72,7 +76,7 @@ def trace(rt: Runtime, req: TraceRequest) -> bytes:
             resid={"stages": t.stage_names, "norms": rounded(t.resid_norms, 4)},
             writes={"attn": rounded(t.attn_write_norms, 4), "mlp": rounded(t.mlp_write_norms, 4)},
             predictions=[
-                {"position": i, "top": [{"id": t, "token": display(t), "prob": p} for t, p in zip(row_ids, row_p, strict=True)]}
+                {"position": first + i, "top": [{"id": t, "token": display(t), "prob": p} for t, p in zip(row_ids, row_p, strict=True)]}
                 for i, (row_ids, row_p) in enumerate(zip(top_ids.tolist(), rounded(top_p, 6), strict=True))
             ],
         )  # fmt: skip

@@ -52,6 +52,19 @@ def test_api_trace_matches_the_model(client, lm):
     assert [[t["id"] for t in p["top"]] for p in body["predictions"]] == top.indices.tolist()
 
 
+def test_api_trace_predict_last_is_the_last_row_of_all(client):
+    """What the page asks for while typing: the same answer, with the last position's prediction only."""
+    every = post(client, "/api/trace", prompt=PROMPT, top_k=4, temperature=0.7)
+    last = post(client, "/api/trace", prompt=PROMPT, top_k=4, temperature=0.7, predict="last")
+    assert last["predictions"] == every["predictions"][-1:]
+    assert last["predictions"][0]["position"] == every["n"] - 1
+    assert {k: v for k, v in last.items() if k != "predictions"} == {
+        k: v for k, v in every.items() if k != "predictions"
+    }
+    r = client.post("/api/trace", json={"prompt": PROMPT, "predict": "first"})
+    assert r.status_code == 422 and "predict" in r.text
+
+
 def test_api_lens_equals_the_model_lens(client, lm):
     body = LensResponse.model_validate(post(client, "/api/lens", prompt=PROMPT)).model_dump()
     ref = lm.trace(PROMPT, lens_k=5)

@@ -67,7 +67,13 @@ def long_context_model(folder: Path) -> str:
     only thumbnails, is too small for that on any model.)"""
     tokenizer = Tokenizer.from_file(bundled_path("classroom") / "tokenizer.json")
     cfg = ModelConfig(
-        vocab_size=tokenizer.vocab_size, n_layer=1, n_head=2, n_kv_head=2, d_model=32, d_ff=32, context_length=1024
+        vocab_size=tokenizer.vocab_size,
+        n_layer=1,
+        n_head=2,
+        n_kv_head=2,
+        d_model=32,
+        d_ff=32,
+        context_length=1024,
     )
     save(Transformer(cfg).eval(), tokenizer, folder)
     return str(folder)

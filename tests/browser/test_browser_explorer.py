@@ -295,6 +295,37 @@ def test_explorer_append_token_runs_again(live_server, page):
     )
 
 
+def test_explorer_earlier_token_shows_its_own_prediction(live_server, page):
+    """Typing fetches the last position's prediction only; selecting an earlier token fetches the rest,
+    and its bars are that position's prediction (with the token that really followed named)."""
+    prompt = "Lily had a red ball. She"
+    sent = []
+    page.on("request", lambda r: r.url.endswith("/api/trace") and sent.append(json.loads(r.post_data)))
+    open_explorer(page, live_server, prompt=prompt)
+    wait_plot(page, "#next-plot")
+    assert sent and all(b["predict"] == "last" for b in sent)
+    want = api_trace(live_server, prompt)
+    bars = "() => document.querySelector('#next-plot').data[0].x"
+    assert page.evaluate(bars) == [t["prob"] for t in want["predictions"][-1]["top"]]
+    page.locator("#tokens .tok").nth(1).click()
+    page.wait_for_function(
+        "(t) => document.querySelector('#next-caption').textContent.includes(`continues with “${t}”`)",
+        arg=want["tokens"][2],
+    )
+    page.wait_for_function(
+        "(p) => JSON.stringify(document.querySelector('#next-plot').data[0].x) === JSON.stringify(p)",
+        arg=[t["prob"] for t in want["predictions"][1]["top"]],
+    )
+    assert "stale" not in page.locator("#next-plot").get_attribute("class")
+    assert [b["predict"] for b in sent].count("all") == 1
+    # Back to the last token: its prediction was in hand all along, no request needed.
+    page.locator("#tokens .tok").nth(want["n"] - 1).click()
+    page.wait_for_function(
+        "() => document.querySelector('#next-caption').textContent.includes('the last one')"
+    )
+    assert [b["predict"] for b in sent].count("all") == 1
+
+
 def test_explorer_temperature_refetches_predictions(live_server, page):
     prompt = "Lily had a red ball. She"
     open_explorer(page, live_server, prompt=prompt)

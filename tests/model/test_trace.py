@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from model.tokenizer import bytes_to_display, make_visible
@@ -21,6 +22,16 @@ def test_trace_shapes_and_consistency(tiny_lm):
     torch.testing.assert_close(t.lens_ids[-1], t.logits.topk(3).indices)
     torch.testing.assert_close(t.resid_norms[-1], t.resid[-1].norm(dim=-1))
     assert "".join(t.tokens).replace("·", " ") == "The cat sat on the mat"
+
+
+def test_trace_last_logits_only_is_the_last_row(tiny_lm):
+    full = tiny_lm.trace("The cat sat on the mat", lens_k=0)
+    last = tiny_lm.trace("The cat sat on the mat", lens_k=0, last_logits_only=True)
+    assert last.logits.shape == (1, tiny_lm.config.vocab_size)
+    torch.testing.assert_close(last.logits, full.logits[-1:], atol=1e-5, rtol=0)
+    torch.testing.assert_close(last.attention, full.attention)
+    with pytest.raises(ValueError, match="lens"):
+        tiny_lm.trace("The cat", lens_k=3, last_logits_only=True)
 
 
 def test_trace_logit_lens_reads_intermediate_layers(tiny_lm):

@@ -69,7 +69,7 @@ const errors = {
 };
 
 let models = null; // /api/models
-let current = null; // the trace on screen: {seq, data, att (thumbnails), prompt, model, nKvHead, lens}
+let current = null; // the trace on screen: {seq, data, att (thumbnails), prompt, model, temp, nKvHead, lens, preds}
 let exact = null; // full-precision pattern of the open head from /api/head: {key, pattern, scores, kvHead}
 let lensVisible = false; // the lens panel is on screen: its data is fetched only then
 let hover = null; // token index under the pointer
@@ -78,6 +78,7 @@ let hover = null; // token index under the pointer
 const traces = api.latest({ stale: true });
 const exactHeads = api.latest();
 const lenses = api.latest();
+const allPredictions = api.latest();
 
 // ---- the trace: one request per prompt, everything on the page is drawn from it ----
 
@@ -98,7 +99,9 @@ async function runTrace() {
   document.body.classList.add("busy");
   ui.status.textContent = "Running the model…";
   gen.update(); // the views now belong to an older prompt: nothing to append to until the answer
-  const body = { prompt: st.prompt, model: st.model || null, temperature: st.temp, top_k: TOP_K };
+  // A keystroke asks for the last position's prediction only (a third of the forward on an 8k vocabulary);
+  // the other positions' come with one more request when a student selects an earlier token.
+  const body = { prompt: st.prompt, model: st.model || null, temperature: st.temp, top_k: TOP_K, predict: "last" };
   const r = await traces.run((signal) => api.trace(body, { signal }));
   if (!r) return; // replaced by a newer keystroke before it was answered, or cancelled
   const seq = r.id;
@@ -118,7 +121,10 @@ async function runTrace() {
   const att = decodeThumbnails(data.thumbnails);
   const info = models?.models.find((m) => m.name === data.model);
   openShowcase(data.showcase);
-  current = { seq, data, att, prompt: body.prompt, model: st.model, nKvHead: info?.n_kv_head ?? att.nHead };
+  current = {
+    seq, data, att, prompt: body.prompt, model: st.model, temp: body.temperature,
+    nKvHead: info?.n_kv_head ?? att.nHead, preds: new Map(data.predictions.map((p) => [p.position, p.top])),
+  };
   exact = null;
   showError(errors.prompt, null);
   document.body.classList.remove("stale", "failed");
@@ -321,20 +327,47 @@ function renderScores(scores) {
 
 // ---- the selected token: residual stream and next-token prediction ----
 
+// Top-k next tokens after token `pos` of a trace, or null until they have been fetched.
+const topAt = (cur, pos) => cur.preds.get(pos) ?? null;
+
+async function fetchAllPredictions(cur) {
+  const body = { prompt: cur.prompt, model: cur.model || null, temperature: cur.temp, top_k: TOP_K, predict: "all" };
+  const r = await allPredictions.run((signal) => api.trace(body, { signal }));
+  if (!r || cur !== current) return; // a newer prompt replaced this one
+  if (r.error) {
+    showError(errors.next, `The predictions at earlier tokens could not be computed: ${r.error.message}`);
+    return;
+  }
+  for (const p of r.data.predictions) cur.preds.set(p.position, p.top);
+  return renderPosViews();
+}
+
 function renderPosViews() {
   if (!current) return;
   const { data } = current;
   const pos = selectedPos();
   markTokens(ui.tokens, { hover, selected: pos });
-  const top = data.predictions[pos].top;
+  const top = topAt(current, pos);
+  const r = { tokens: data.tokens, resid: data.resid, writes: data.writes, pos };
+  const resid = guarded(errors.resid, async () => {
+    await renderResidualStory(ui.residStory, r);
+    await renderResidualMap(ui.residMap, r);
+  });
+  gen.update();
+  if (!top) {
+    // Shown dimmed with a sentence until this token's prediction arrives (one request per prompt).
+    ui.nextPlot.classList.add("stale");
+    ui.nextCaption.textContent = `Computing what the model predicted after token ${pos} “${data.tokens[pos]}”…`;
+    return Promise.all([fetchAllPredictions(current), resid]);
+  }
+  ui.nextPlot.classList.remove("stale");
   const last = pos === data.n - 1;
   const actual = last ? null : data.token_ids[pos + 1];
   const after = `After token ${pos} “${data.tokens[pos]}”`;
   ui.nextCaption.textContent = last
     ? `${after}, the last one, the model predicts (temperature ${store.get().temp.toFixed(2)}):`
     : `${after} the model predicted this; the prompt actually continues with “${data.tokens[pos + 1]}” (outlined if in the top ${top.length}).`;
-  gen.update();
-  const bars = gen.barState(current, pos);
+  const bars = gen.barState(current, pos, top);
   const next = guarded(errors.next, () =>
     renderNext(ui.nextPlot, {
       top,
@@ -348,11 +381,6 @@ function renderPosViews() {
       },
     }),
   );
-  const r = { tokens: data.tokens, resid: data.resid, writes: data.writes, pos };
-  const resid = guarded(errors.resid, async () => {
-    await renderResidualStory(ui.residStory, r);
-    await renderResidualMap(ui.residMap, r);
-  });
   return Promise.all([next, resid]);
 }
 
@@ -502,6 +530,7 @@ gen.mount(
     // The trace on screen, when it answers the prompt in the box (not while a newer one is pending).
     live: () => (current && current.prompt === store.get().prompt && !document.body.classList.contains("stale") ? current : null),
     selectedPos: () => selectedPos(),
+    topAt: (cur, pos) => topAt(cur, pos),
     setPrompt: (prompt, history) => {
       ui.prompt.value = prompt;
       store.set({ prompt, pos: null }, { history });

@@ -24,7 +24,7 @@ store.define({
 const usable = (t) => displayToText(t.token) !== null;
 
 let ui = null;
-let page = null; // {live(): trace on screen if it answers the prompt in the box, selectedPos(), setPrompt}
+let page = null; // {live(): trace on screen if it answers the prompt in the box, selectedPos(), topAt(cur, pos), setPrompt}
 let chosen = null; // {key, id}: a clicked bar, for the trace and position it was clicked on only
 let expected = null; // {prompt, ids, token}: what the next trace should read after an append
 let run = null; // {mode, total, done, resplit}: a Generate in progress
@@ -53,8 +53,7 @@ function drawFor(top) {
 }
 
 // For the bars: the token Append would add and each token's share of the draw.
-export function barState(cur, pos) {
-  const top = cur.data.predictions[pos].top;
+export function barState(cur, pos, top) {
   const shares = new Map(drawFor(top).map((c) => [c.id, c.share]));
   return { chosen: appendChoice(top, keyOf(cur, pos))?.id ?? null, shares };
 }
@@ -68,7 +67,7 @@ export function update() {
   const cur = page.live();
   const pos = cur ? page.selectedPos() : null;
   const last = cur && pos === cur.data.n - 1;
-  const top = cur ? cur.data.predictions[pos].top : [];
+  const top = (cur && page.topAt(cur, pos)) || [];
   const c = cur ? appendChoice(top, keyOf(cur, pos)) : null;
   const canAppend = Boolean(last && c && usable(c));
   const candidates = cur ? drawFor(top) : [];
@@ -90,6 +89,10 @@ export function update() {
     ui.append.title = "Add this token to the prompt and run the model again";
     ui.sample.title = "Draw one token from the bars at this temperature, top-k, top-p and seed";
     ui.generate.title = "Add tokens one at a time, the views following each step";
+  }
+  if (!top.length) {
+    ui.draw.textContent = ""; // this token's prediction is still on its way
+    return;
   }
   const s = settings();
   const mass = candidates.reduce((a, t) => a + t.prob, 0);
@@ -123,7 +126,7 @@ function step(mode, history) {
   const cur = page.live();
   if (!cur) return null;
   const n = cur.data.n;
-  const top = cur.data.predictions[n - 1].top;
+  const top = page.topAt(cur, n - 1); // always in the trace: the page asks for the last position
   let token;
   if (mode === "top") {
     token = run ? top[0] : appendChoice(top, keyOf(cur, n - 1));
