@@ -242,6 +242,21 @@ def hint_text(r: dict) -> str:
     )
 
 
+def short_text(r: dict) -> str:
+    """The copy phase at the start of training, as the recipe ran it."""
+    rows = (f"{r.get('short_batch', 0)} short rows x {r.get('short_seq', 0)} tokens (one random span repeated to "
+            "fill the row, loss on the repeats)")  # fmt: skip
+    pure, steps = r.get("short_pure", 0), r.get("short_steps", 0)
+    text = f"The first {pure} steps train on {rows} only; " if pure else ""
+    text += (f"{'then up to' if pure else 'in the first'} step {steps}, one step in {r.get('short_every', 1)} "
+             f"trains on {'such rows' if pure else rows} and the others on the mixture.")  # fmt: skip
+    if r.get("early_span_vocab"):
+        text += (f" For the first {r['early_span_steps']} steps the random spans draw from the first "
+                 f"{r['early_span_vocab']} token ids only (a small alphabet, as in the toys where learned "
+                 "positions found the copying circuit), then from the whole vocabulary.")  # fmt: skip
+    return text
+
+
 def total_text(tr: dict) -> str:
     total = tr.get("total_minutes")  # None: the card was rewritten from a run that stopped before its card
     return f", {total} min for the whole run including evaluation" if total is not None else ""
@@ -353,9 +368,7 @@ Training rows mix these parts (weights {json.dumps(NATURAL_WEIGHTS)}) with copy 
 repeats), the rest a chunk of real text repeated twice.
 
 ## Training
-{tr["tokens_seen"]:,} tokens seen in {r["steps"]} steps. In the first {r.get("short_steps", 0)} steps, one step in
-{r.get("short_every", 1)} trains on {r.get("short_batch", 0)} short rows x {r.get("short_seq", 0)} tokens (one random span
-repeated to fill the row, loss on the repeats) and the others on the mixture; after that, rows of
+{tr["tokens_seen"]:,} tokens seen in {r["steps"]} steps. {short_text(r)} After that, rows of
 {r["batch"]} x {r["seq"]} tokens as above. {hint_text(r)} AdamW
 (lr {r["lr"]:g} → {r["min_lr"]:g}, warmup {r["warmup"]}, cosine, weight decay {r["weight_decay"]}),
 {"bf16 autocast" if r.get("bf16_autocast", True) else "float32"} on CPU; {tr["train_minutes"]} min of training at

@@ -81,6 +81,11 @@ class Batches:
         self.parts = list(NATURAL_WEIGHTS)
         self.weights = np.array([NATURAL_WEIGHTS[p] for p in self.parts])
         self.rng = np.random.default_rng(r.seed)
+        self.span_vocab = r.span_vocab or r.vocab_size  # the trainer narrows it early (early_span_vocab)
+
+    def at_step(self, step: int) -> None:
+        early = step < self.r.early_span_steps and self.r.early_span_vocab
+        self.span_vocab = (self.r.early_span_vocab if early else self.r.span_vocab) or self.r.vocab_size
 
     def natural(self, n: int) -> np.ndarray:
         s = self.streams[self.parts[self.rng.choice(len(self.parts), p=self.weights)]]
@@ -88,7 +93,7 @@ class Batches:
         return s[i : i + n]
 
     def copy_row(self) -> tuple[np.ndarray, np.ndarray]:
-        T, V = self.r.seq + 1, self.r.vocab_size
+        T = self.r.seq + 1
         toks, mask = [], []
         n = 0
         if not self.r.packed and self.rng.random() < 0.5:
@@ -106,7 +111,7 @@ class Batches:
             first_episode = False
             L = int(self.rng.integers(self.r.span_min, self.r.span_max + 1))
             if self.rng.random() < self.r.random_span_share:
-                span = self.rng.permutation(self.r.span_vocab or V)[:L].astype(np.int32)
+                span = self.rng.permutation(self.span_vocab)[:L].astype(np.int32)
                 k = int(self.rng.integers(2, self.r.repeats_max + 1))
                 first_mask = np.zeros(L, bool)  # unpredictable: no loss
                 rep_mask = np.ones(L, bool)
@@ -125,11 +130,11 @@ class Batches:
 
     def short(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rows of short_seq tokens: one random span repeated to fill the row; loss on the repeats."""
-        T, V = self.r.short_seq + 1, self.r.vocab_size
+        T = self.r.short_seq + 1
         xs, ms = [], []
         for _ in range(self.r.short_batch):
             L = int(self.rng.integers(4, T // 2 + 1))
-            span = self.rng.permutation(self.r.span_vocab or V)[:L]
+            span = self.rng.permutation(self.span_vocab)[:L]
             reps = -(-T // L)
             xs.append(np.tile(span, reps)[:T])
             ms.append(np.arange(T) >= L)

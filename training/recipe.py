@@ -40,6 +40,8 @@ class Recipe:
     short_seq: int = 128
     short_batch: int = 32
     span_vocab: int = 0  # random spans draw from token ids below this (0: the whole vocabulary)
+    early_span_vocab: int = 0  # ... but for the first early_span_steps steps from ids below this (0: off):
+    early_span_steps: int = 0  # a small alphabet first, as in the toys where learned positions copy by ~350
     packed: bool = False  # many episodes per row; False: one episode per row, real text around it
     random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
     hint_steps: int = 300  # previous-token hint on layer 0 head 0 (training/hint.py) for these steps

@@ -133,6 +133,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
         hinted = step < r.hint_steps
         frac = copy_share(step, r)
         short = step < r.short_pure or (step < r.short_steps and step % r.short_every == 0)
+        batches.at_step(step)
         x, y, m = batches.short() if short else batches.get(frac)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, r)
@@ -166,7 +167,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
               "tokens_per_second": round(tokens_seen / train_seconds),
               "corpus_minutes": None if corpus_cached else corpus_minutes, "history": history}  # fmt: skip
     # Kept beside the corpus (ignored by git) so `python -m training.card` can rewrite the card later.
-    (corpus_dir / f"{r.name}.training.json").write_text(json.dumps(record))
+    (corpus_dir / f"{out.name}.training.json").write_text(json.dumps(record))
     # Evaluated on the stored weights (rounded to store_dtype), loaded as the app loads them.
     lm = load(out)
     figures = evaluate(lm, val_streams, corpus_dir)

@@ -1,0 +1,41 @@
+"""The training batches: copy rows teach copying only where copying is possible, and the early small
+alphabet (`early_span_vocab`) applies for its steps and no longer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from training.data import NATURAL_WEIGHTS, Batches
+from training.recipe import Recipe
+
+VOCAB = 8192
+
+
+def batches(**knobs) -> Batches:
+    rng = np.random.default_rng(0)
+    streams = {p: rng.integers(1000, VOCAB, 5000).astype(np.int32) for p in NATURAL_WEIGHTS}
+    return Batches(streams, Recipe(vocab_size=VOCAB, short_batch=8, **knobs))
+
+
+def test_short_rows_repeat_one_span_and_score_only_the_repeats():
+    b = batches()
+    x, y, m = b.short()
+    for row_x, row_y, row_m in zip(x.tolist(), y.tolist(), m.tolist(), strict=True):
+        first = row_m.index(True)  # the first scored target starts the second copy
+        span = row_x[: first + 1]
+        assert len(set(span)) == len(span)  # one span of distinct ids
+        assert all(t in span for t, scored in zip(row_y, row_m, strict=True) if scored)
+        assert row_y[:first] == row_x[1 : first + 1] and not any(row_m[:first])
+
+
+def test_early_alphabet_holds_for_its_steps_then_the_whole_vocabulary():
+    b = batches(early_span_vocab=64, early_span_steps=10)
+    b.at_step(0)
+    assert int(b.short()[0].max()) < 64
+    b.at_step(9)
+    assert int(b.short()[0].max()) < 64
+    b.at_step(10)
+    assert int(b.short()[0].max()) >= 64  # 8 rows of spans from 8,192 ids: some id above 64
+    off = batches()
+    off.at_step(0)
+    assert int(off.short()[0].max()) >= 64
