@@ -34,7 +34,7 @@ class Settings(BaseSettings):
     max_top_k: int = Field(default=50, ge=1)
     lens_k: int = Field(default=5, ge=1, le=20)  # logit-lens tokens per layer and position
     cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0)  # response cache budget; 0 disables it
-    # Attention tensors of recent traces (app/patterns.py), so /api/head slices one head out of the forward
+    # Attention tensors of recent traces (app/trace/handler.py), so /api/head and /api/heads/prompt reuse the forward
     # the keystroke already ran: float32, L x H x n^2 x 4 bytes (512 MiB holds a Llama-3.2-1B-shaped forward
     # at n = 512, or 256 of the bundled model's at n = 128). 0 turns it off: /api/head runs the model.
     pattern_cache_bytes: int = Field(default=512 * 2**20, ge=0)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from labs.roles.atlas import head_atlas
 from labs.roles.detectors import LOCAL_WINDOW
 from labs.roles.knockout import BEHAVIOURS, RANDOM_RATIO, effect_from_logits, repeat_knockout
-from labs.roles.probes import probe_attention
 from labs.roles.registry import HEAD_SCORES, ROLE_BY_KEY, ROLES, prompt_scores
 
 from ..errors import BadInput
 from ..predictions import compare_distributions
 from ..runtime import Runtime
+from ..trace.handler import attention_of
+from ..trace.schemas import Switches
 from ..wire import encode_attention, rounded
 from . import text
 from .schemas import (
@@ -87,7 +88,9 @@ def prompt_roles(rt: Runtime, req: PromptRolesRequest) -> bytes:
     ids = rt.ids(lm, req.prompt)
 
     def build() -> PromptRolesResponse:
-        scores = prompt_scores(probe_attention(lm, [ids])[0], ids)
+        # The page asks right after the prompt's trace: its attention is usually still cached, so this
+        # costs the scoring only, not a second forward queued in front of the next keystroke's trace.
+        scores = prompt_scores(attention_of(rt, lm, ids, Switches(prompt=req.prompt, model=req.model)), ids)
         return PromptRolesResponse(model=lm.name, n=len(ids), tokens=lm.tokenizer.displays(ids),
                                    scores={k: None if v is None else rounded(v, 4) for k, v in scores.items()})  # fmt: skip
 

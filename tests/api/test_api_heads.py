@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -10,8 +11,9 @@ from app.settings import Settings
 from app.wire import decode_attention
 from labs.roles.atlas import compute_atlas
 from labs.roles.knockout import repeat_losses
-from labs.roles.registry import HEAD_SCORES, ROLES
-from model import save
+from labs.roles.probes import probe_attention
+from labs.roles.registry import HEAD_SCORES, ROLES, prompt_scores
+from model import load, save
 from model.loading import bundled_path
 from tests.tiny import make_tokenizer, tiny_model
 
@@ -110,6 +112,21 @@ def test_api_heads_prompt_scores(client):
     assert "pronoun" not in body["scores"]
     body = client.post("/api/heads/prompt", json={"prompt": "a b"}).json()
     assert body["scores"]["local"] is None
+
+
+def test_api_heads_prompt_scores_equal_a_fresh_forward_after_a_trace(client, tiny_folder):
+    """After /api/trace the scores come from its cached attention; they must equal a forward of their own."""
+    lm = load(tiny_folder)
+    prompt = "the cat sat on the mat. the cat sat on the mat."
+    ids = lm.tokenizer.encode(prompt)
+    want = prompt_scores(probe_attention(lm, [ids])[0], ids)
+    cold = client.post("/api/heads/prompt", json={"prompt": prompt}).json()["scores"]
+    assert client.post("/api/trace", json={"prompt": prompt + " the"}).status_code == 200
+    assert client.post("/api/trace", json={"prompt": prompt}).status_code == 200
+    warm = client.post("/api/heads/prompt", json={"prompt": prompt}).json()["scores"]
+    for key, value in want.items():
+        for got in (cold[key], warm[key]):
+            torch.testing.assert_close(torch.tensor(got), value.float(), atol=1e-4, rtol=0)
 
 
 def test_api_heads_ablation_of_one_head(client):

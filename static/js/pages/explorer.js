@@ -96,13 +96,15 @@ async function runTrace() {
     return;
   }
   const t0 = performance.now();
-  document.body.classList.add("busy");
-  ui.status.textContent = "Running the model…";
-  gen.update(); // the views now belong to an older prompt: nothing to append to until the answer
   // A keystroke asks for the last position's prediction only (a third of the forward on an 8k vocabulary);
   // the other positions' come with one more request when a student selects an earlier token.
   const body = { prompt: st.prompt, model: st.model || null, temperature: st.temp, top_k: TOP_K, predict: "last" };
-  const r = await traces.run((signal) => api.trace(body, { signal }));
+  // Sent before the page touches the DOM, so the server starts while the browser restyles.
+  const answer = traces.run((signal) => api.trace(body, { signal }));
+  document.body.classList.add("busy");
+  ui.status.textContent = "Running the model…";
+  gen.update(); // the views now belong to an older prompt: nothing to append to until the answer
+  const r = await answer;
   if (!r) return; // replaced by a newer keystroke before it was answered, or cancelled
   const seq = r.id;
   if (r.error) {
