@@ -1,5 +1,5 @@
-"""The training batches: copy rows teach copying only where copying is possible, and the early small
-alphabet (`early_span_vocab`) applies for its steps and no longer."""
+"""The training batches (copy rows teach copying only where copying is possible; the early small
+alphabet applies for its steps and no longer) and the toy copying runs built on them."""
 
 from __future__ import annotations
 
@@ -39,3 +39,12 @@ def test_early_alphabet_holds_for_its_steps_then_the_whole_vocabulary():
     off = batches()
     off.at_step(0)
     assert int(off.short()[0].max()) >= 64
+
+
+def test_toy_runs_and_reports_the_held_out_copy_loss():
+    from training.toy import run
+
+    out = run("gpt2", d_model=16, n_layer=1, n_head=2, vocab=16, seq=16, batch=4, steps=10, lr=1e-3,
+              warmup=2, seed=0, every=5)  # fmt: skip
+    assert [r["step"] for r in out] == [5, 10]
+    assert all(0 < r["copy_loss"] < 2 * np.log(16) for r in out)
