@@ -6,8 +6,9 @@ Variants, all on the same weights and the same token ids, interleaved in one run
 - `ours_hooks`: `lm.run_with_cache` storing every hook a trace needs, without norms or logit lens;
 - `ours_trace`: the full `run_trace` with the logit lens (all hooks, residual norms, write norms, lens),
   what POST /api/lens runs and what every keystroke ran before the lens was fetched on its own;
-- `keystroke`: what POST /api/trace computes per keystroke: the trace without the lens, top-10 next
-  tokens at every position, the head to open first and every head's max-pooled thumbnail;
+- `keystroke`: what POST /api/trace computes per keystroke of the page (`predict: "last"`): the trace
+  without the lens, top-10 next tokens at the last position, the head to open first and every head's
+  max-pooled thumbnail;
 - `hf_eager`: HF transformers eager with `output_attentions` and `output_hidden_states`.
 """
 
@@ -41,8 +42,9 @@ def with_context(net: Transformer, n: int) -> Transformer:
 
 
 def keystroke(net: Transformer, ids: list[int], tokens: list[str]) -> None:
-    """The model work of app/trace/handler.py's `trace` (its JSON and token text are not timed)."""
-    t = run_trace(net, ids, tokens, Run(), lens_k=0)
+    """The model work of app/trace/handler.py's `trace` for the page's keystroke, `predict: "last"` (its
+    JSON and token text are not timed)."""
+    t = run_trace(net, ids, tokens, Run(), lens_k=0, last_logits_only=True)
     top_k(t.logits, 10, 1.0)
     showcase_head(t.attention)
     encode_thumbnails(t.attention, causal=True)
