@@ -43,9 +43,14 @@ def token_stream(tok: Tokenizer, docs: list[str]) -> np.ndarray:
     return np.asarray(out, dtype=np.int32)
 
 
+def token_cache(corpus_dir: Path, vocab_size: int) -> Path:
+    """Where `tokenize_corpus` keeps the tokenizer and token streams."""
+    return corpus_dir / f"tokens-{vocab_size}-words"
+
+
 def tokenize_corpus(corpus_dir: Path, vocab_size: int):
     """Tokenizer and token streams, cached next to the corpus (both are deterministic)."""
-    cache = corpus_dir / f"tokens-{vocab_size}-words"
+    cache = token_cache(corpus_dir, vocab_size)
     if (cache / "tokenizer.json").exists():
         tok = Tokenizer.from_file(cache / "tokenizer.json")
         data = np.load(cache / "streams.npz")
@@ -81,9 +86,10 @@ class Batches:
         self.parts = list(NATURAL_WEIGHTS)
         self.weights = np.array([NATURAL_WEIGHTS[p] for p in self.parts])
         self.rng = np.random.default_rng(r.seed)
-        self.span_vocab = r.span_vocab or r.vocab_size  # the trainer narrows it early (early_span_vocab)
+        self.at_step(0)
 
     def at_step(self, step: int) -> None:
+        """The ids random spans draw from at this step (early_span_vocab narrows them early on)."""
         early = step < self.r.early_span_steps and self.r.early_span_vocab
         self.span_vocab = (self.r.early_span_vocab if early else self.r.span_vocab) or self.r.vocab_size
 

@@ -35,7 +35,7 @@ from model.transformer import Transformer
 
 from . import corpus
 from .card import evaluate, write_card
-from .data import Batches, load_corpus, tokenize_corpus
+from .data import Batches, load_corpus, token_cache, tokenize_corpus
 from .hint import PreviousTokenHint
 from .recipe import RECIPES, Recipe
 
@@ -106,7 +106,7 @@ def main() -> None:
 def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     t_start = time.time()
     torch.manual_seed(r.seed)
-    corpus_cached = (corpus_dir / f"tokens-{r.vocab_size}" / "tokenizer.json").exists()
+    corpus_cached = (token_cache(corpus_dir, r.vocab_size) / "tokenizer.json").exists()
     load_corpus(corpus_dir, r.seed)
     tok, streams, val_streams = tokenize_corpus(corpus_dir, r.vocab_size)
     corpus_minutes = round((time.time() - t_start) / 60, 2)
