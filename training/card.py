@@ -253,7 +253,11 @@ def short_text(r: dict) -> str:
     if r.get("early_span_vocab"):
         text += (f" For the first {r['early_span_steps']} steps the random spans draw from the first "
                  f"{r['early_span_vocab']} token ids only (a small alphabet, as in the toys where learned "
-                 "positions found the copying circuit), then from the whole vocabulary.")  # fmt: skip
+                 "positions found the copying circuit), then ")  # fmt: skip
+        every = r.get("span_double_every", 0)
+        text += (f"from twice as many ids every {every} steps until they span the whole vocabulary "
+                 "(so the circuit found on the small alphabet carries over)." if every
+                 else "from the whole vocabulary.")  # fmt: skip
     return text
 
 

@@ -89,9 +89,16 @@ class Batches:
         self.at_step(0)
 
     def at_step(self, step: int) -> None:
-        """The ids random spans draw from at this step (early_span_vocab narrows them early on)."""
-        early = step < self.r.early_span_steps and self.r.early_span_vocab
-        self.span_vocab = (self.r.early_span_vocab if early else self.r.span_vocab) or self.r.vocab_size
+        """The ids random spans draw from at this step: early_span_vocab ids for the first
+        early_span_steps, then (with span_double_every) twice as many every span_double_every steps."""
+        full = self.r.span_vocab or self.r.vocab_size
+        small, hold, every = self.r.early_span_vocab, self.r.early_span_steps, self.r.span_double_every
+        if not small or (step >= hold and not every):
+            self.span_vocab = full
+        elif step < hold:
+            self.span_vocab = small
+        else:
+            self.span_vocab = min(full, small * 2 ** ((step - hold) // every + 1))
 
     def natural(self, n: int) -> np.ndarray:
         s = self.streams[self.parts[self.rng.choice(len(self.parts), p=self.weights)]]

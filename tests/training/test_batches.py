@@ -41,6 +41,17 @@ def test_early_alphabet_holds_for_its_steps_then_the_whole_vocabulary():
     assert int(off.short()[0].max()) >= 64
 
 
+def test_alphabet_doubles_from_the_early_one_to_the_whole_vocabulary():
+    b = batches(early_span_vocab=64, early_span_steps=10, span_double_every=5)
+    seen = []
+    for step in (0, 9, 10, 14, 15, 19, 20, 44, 45, 1000):
+        b.at_step(step)
+        seen.append(b.span_vocab)
+    assert seen == [64, 64, 128, 128, 256, 256, 512, 8192, 8192, 8192]
+    b.at_step(15)
+    assert int(b.short()[0].max()) < 256
+
+
 def test_toy_runs_and_reports_the_held_out_copy_loss():
     from training.toy import run
 
