@@ -258,6 +258,9 @@ def short_text(r: dict) -> str:
         text += (f"from twice as many ids every {every} steps until they span the whole vocabulary "
                  "(so the circuit found on the small alphabet carries over)." if every
                  else "from the whole vocabulary.")  # fmt: skip
+        keep = r.get("early_span_keep", 0)
+        if keep:
+            text += f" After that, {keep:.0%} of the short rows keep the first alphabet."
     return text
 
 

@@ -147,7 +147,10 @@ class Batches:
         xs, ms = [], []
         for _ in range(self.r.short_batch):
             L = int(self.rng.integers(4, T // 2 + 1))
-            span = self.rng.permutation(self.span_vocab)[:L]
+            ids = self.span_vocab
+            if self.r.early_span_keep and self.rng.random() < self.r.early_span_keep:
+                ids = min(ids, self.r.early_span_vocab)  # a row on the early alphabet
+            span = self.rng.permutation(ids)[:L]
             reps = -(-T // L)
             xs.append(np.tile(span, reps)[:T])
             ms.append(np.arange(T) >= L)

@@ -44,6 +44,8 @@ class Recipe:
     early_span_steps: int = 0  # a small alphabet first, as in the toys where learned positions copy by ~350
     span_double_every: int = 0  # after that, the alphabet doubles every this many steps up to span_vocab
     # (0: straight to the whole alphabet, which broke the small-alphabet circuit in twin try 5)
+    early_span_keep: float = 0.0  # after early_span_steps, this share of short rows keeps the early alphabet
+    # (so the circuit found there stays useful while the wider alphabet is learnt)
     packed: bool = False  # many episodes per row; False: one episode per row, real text around it
     random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
     hint_steps: int = 300  # previous-token hint on layer 0 head 0 (training/hint.py) for these steps

@@ -14,7 +14,7 @@ VOCAB = 8192
 def batches(**knobs) -> Batches:
     rng = np.random.default_rng(0)
     streams = {p: rng.integers(1000, VOCAB, 5000).astype(np.int32) for p in NATURAL_WEIGHTS}
-    return Batches(streams, Recipe(vocab_size=VOCAB, short_batch=8, **knobs))
+    return Batches(streams, Recipe(vocab_size=VOCAB, **{"short_batch": 8, **knobs}))
 
 
 def test_short_rows_repeat_one_span_and_score_only_the_repeats():
@@ -50,6 +50,16 @@ def test_alphabet_doubles_from_the_early_one_to_the_whole_vocabulary():
     assert seen == [64, 64, 128, 128, 256, 256, 512, 8192, 8192, 8192]
     b.at_step(15)
     assert int(b.short()[0].max()) < 256
+
+
+def test_a_share_of_short_rows_keeps_the_early_alphabet():
+    b = batches(early_span_vocab=64, early_span_steps=10, early_span_keep=0.5, short_batch=400)
+    b.at_step(100)  # the whole vocabulary by now
+    x = b.short()[0]
+    small = (x.max(dim=1).values < 64).float().mean().item()
+    assert 0.4 < small < 0.6  # rows of 4+ ids from 8,192 all below 64: only the kept rows
+    b.at_step(0)
+    assert int(b.short()[0].max()) < 64
 
 
 def test_toy_runs_and_reports_the_held_out_copy_loss():
