@@ -56,3 +56,18 @@ def test_demos_and_atlas_summary_have_every_figure_the_bars_read(tiny_lm):
         "made_up_name",
         "words",
     }
+
+
+def test_card_states_the_copy_curriculum_as_the_recipe_ran_it():
+    from dataclasses import asdict
+
+    from training.card import short_text
+    from training.recipe import Recipe
+
+    plain = short_text(asdict(Recipe()))
+    assert "first 300 steps train on 32 short rows x 128 tokens" in plain and "alphabet" not in plain
+    r = asdict(Recipe(early_span_vocab=64, early_span_steps=300, span_double_every=75, early_span_keep=0.5))
+    text = short_text(r)
+    assert "first 300 steps the random spans draw from the first 64 token ids" in text
+    assert "twice as many ids every 75 steps" in text
+    assert "50% of the short rows keep the first alphabet" in text
