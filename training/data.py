@@ -148,7 +148,11 @@ class Batches:
         for _ in range(self.r.short_batch):
             L = int(self.rng.integers(4, T // 2 + 1))
             ids = self.span_vocab
-            if self.r.early_span_keep and self.rng.random() < self.r.early_span_keep:
+            if (
+                self.r.early_span_vocab
+                and self.r.early_span_keep
+                and self.rng.random() < self.r.early_span_keep
+            ):
                 ids = min(ids, self.r.early_span_vocab)  # a row on the early alphabet
             span = self.rng.permutation(ids)[:L]
             reps = -(-T // L)

@@ -78,5 +78,5 @@ RECIPES = {
         early_span_steps=300,
         span_double_every=75,
         early_span_keep=0.5,
-    ),  # fmt: skip
+    ),
 }
