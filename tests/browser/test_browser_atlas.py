@@ -3,6 +3,8 @@ listing heads by role, and knocking heads out from both pages (fixtures: tests/b
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.browser_conftest import get_json, shoot
@@ -143,6 +145,43 @@ def test_explorer_head_detail_knocks_the_head_out(live_server, page, roles):
     )
     assert f"previous-token {prev:.2f}" in page.inner_text(".roles-on-prompt")
     shoot(page, "explorer-knockout", full_page=False)
+
+
+def test_explorer_prompt_scores_wait_for_the_atlas_when_they_arrive_first(live_server, page, roles):
+    """On a busy server /api/heads/prompt can answer before /api/heads: the score line must still name
+    the roles once the atlas is here (it once stayed at "...: ." for good, which failed CI)."""
+    role = labelled_role(roles)
+    h = role["heads"][0]
+    held = []
+    atlas = re.compile(r"/api/heads(\?.*)?$")
+    page.route(atlas, lambda route: held.append(route))  # hold the atlas's answer until the scores are in
+    with page.expect_response(lambda r: r.url.endswith("/api/heads/prompt")):
+        with page.expect_response(lambda r: r.url.endswith("/api/head")):  # the open head's exact scores
+            page.goto(f"{live_server}/?prompt={PROMPT}&layer={h['layer']}&head={h['head']}")
+    page.wait_for_function("() => document.querySelector('.roles-on-prompt')")
+    assert page.inner_text(".roles-on-prompt") == "", "without role names the line says nothing yet"
+    for _ in range(200):  # the page asks for the atlas in the same render; give it up to 10 s
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the page asked for the atlas"
+    for route in held:
+        route.continue_()
+    page.unroute(atlas)
+    page.wait_for_selector("#head-grid[data-roles]")
+    on_prompt = get_json(live_server + "/api/heads/prompt", {"prompt": PROMPT})["scores"]
+    prev = on_prompt["previous_token"][h["layer"]][h["head"]]
+    page.wait_for_function(
+        "() => document.querySelector('.roles-on-prompt').textContent.includes('previous-token')"
+    )
+    assert f"previous-token {prev:.2f}" in page.inner_text(".roles-on-prompt")
+    # The open head's summary scores are named and explained as /api/heads does it, not by their keys.
+    named = [[s["name"], s["explanation"]] for s in roles["head_scores"]]
+    page.wait_for_function(
+        "named => JSON.stringify([...document.querySelectorAll('#head-scores dt')].map((dt) => [dt.textContent, dt.title]))"
+        " === JSON.stringify(named)",
+        arg=named,
+    )
 
 
 def test_explorer_says_what_the_atlas_found_about_token_0_and_the_open_head(live_server, page, roles):

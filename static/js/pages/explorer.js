@@ -204,7 +204,8 @@ function drawFast() {
     },
   });
   ui.gridCaption.textContent = gridCaption(att, nKvHead);
-  showRoles(ui.grid, current.model);
+  // The score names come from /api/heads, which may answer after the open head's scores.
+  showRoles(ui.grid, current.model).then(() => renderScores(shownScores));
   const zoom = gridZoom(ui.grid);
   ui.smaller.disabled = zoom.zoom <= zoom.min;
   ui.larger.disabled = zoom.zoom >= zoom.max;
@@ -307,7 +308,10 @@ async function fetchExact(key, layer, head) {
   return renderDetail();
 }
 
+let shownScores = null; // the open head's summary scores, as last drawn
+
 function renderScores(scores) {
+  shownScores = scores;
   if (!scores) {
     ui.scores.replaceChildren();
     return;

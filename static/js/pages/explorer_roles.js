@@ -36,6 +36,7 @@ export async function showRoles(grid, model) {
   const sinkFact = document.getElementById("sink-fact");
   if (sinkFact) sinkFact.textContent = roles.sink_fact;
   showHeadNote();
+  renderPromptScores();
   if (select && select.dataset.model !== roles.model) {
     fillRoleSelect(select, roles, store.get().role);
     select.dataset.model = roles.model;
@@ -81,9 +82,10 @@ const promptScores = new Map(); // "model|prompt" -> Promise of /api/heads/promp
 // One prompt and one head: a knock-out result or a score line belongs to exactly this.
 const headKey = (c) => `${c.model}|${c.prompt}|${c.layer}|${c.head}`;
 
+let lastScores = null; // {key, c, res}: /api/heads/prompt's answer for the open head, once it is here
+
 async function showPromptScores(c) {
   const key = `${c.model}|${c.prompt}`;
-  ko.onPrompt.textContent = "";
   if (!promptScores.has(key)) {
     if (promptScores.size > 20) promptScores.clear();
     const p = api.headRolesOnPrompt({ prompt: c.prompt, model: c.model || null });
@@ -97,7 +99,17 @@ async function showPromptScores(c) {
     return; // the line stays empty: the knock-out itself reports errors
   }
   if (ko.key !== headKey(c)) return; // another head was opened meanwhile
+  lastScores = { key: ko.key, c, res };
+  renderPromptScores();
+}
+
+// The scores are named with /api/heads's role names, and the two answers can arrive in either order
+// (on a busy server the scores come first): this runs on each, and writes only once both are here.
+function renderPromptScores() {
+  if (!ko || !lastScores || lastScores.key !== ko.key) return;
+  const { c, res } = lastScores;
   const shown = shownRoles(c.model, res.scores);
+  if (!shown.length) return; // /api/heads has not answered yet; showRoles calls this again
   const parts = shown.filter((r) => res.scores[r.key]).map((r) => `${r.name} ${res.scores[r.key][c.layer][c.head].toFixed(2)}`);
   const missing = shown.filter((r) => !res.scores[r.key]).map((r) => r.name);
   ko.onPrompt.textContent = `Role scores of ${headName(c.layer, c.head)} on this prompt (no control, no knock-out: ` +
@@ -124,6 +136,8 @@ export function resetHeadKnockout() {
   ko.result.replaceChildren();
   ko.error.hidden = true;
   ko.button.setAttribute("aria-pressed", "false");
+  ko.onPrompt.textContent = "";
+  lastScores = null;
   showHeadNote();
   if (c) {
     ko.button.textContent = `Knock out ${headName(c.layer, c.head)}`;
