@@ -82,7 +82,7 @@ const promptScores = new Map(); // "model|prompt" -> Promise of /api/heads/promp
 // One prompt and one head: a knock-out result or a score line belongs to exactly this.
 const headKey = (c) => `${c.model}|${c.prompt}|${c.layer}|${c.head}`;
 
-let lastScores = null; // {key, c, res}: /api/heads/prompt's answer for the open head, once it is here
+let lastScores = null; // {c, res}: /api/heads/prompt's answer for the open head (resetHeadKnockout clears it)
 
 async function showPromptScores(c) {
   const key = `${c.model}|${c.prompt}`;
@@ -99,14 +99,14 @@ async function showPromptScores(c) {
     return; // the line stays empty: the knock-out itself reports errors
   }
   if (ko.key !== headKey(c)) return; // another head was opened meanwhile
-  lastScores = { key: ko.key, c, res };
+  lastScores = { c, res };
   renderPromptScores();
 }
 
 // The scores are named with /api/heads's role names, and the two answers can arrive in either order
 // (on a busy server the scores come first): this runs on each, and writes only once both are here.
 function renderPromptScores() {
-  if (!ko || !lastScores || lastScores.key !== ko.key) return;
+  if (!ko || !lastScores) return;
   const { c, res } = lastScores;
   const shown = shownRoles(c.model, res.scores);
   if (!shown.length) return; // /api/heads has not answered yet; showRoles calls this again
