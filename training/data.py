@@ -79,7 +79,8 @@ def load_corpus(folder: Path, seed: int) -> None:
 
 class Batches:
     """Rows of `seq` tokens and a loss mask. Copy episodes always sit inside one row, so the
-    second copy is predictable from the first within the context window."""
+    second copy is predictable from the first within the context window. After each batch,
+    `copy_rows` (B,) says which of its rows hold a copy episode (for training/free_heads.py)."""
 
     def __init__(self, streams: dict[str, np.ndarray], r: Recipe) -> None:
         self.streams, self.r = streams, r
@@ -160,13 +161,15 @@ class Batches:
             ms.append(np.arange(T) >= L)
         x = torch.from_numpy(np.stack(xs).astype(np.int64))
         m = torch.from_numpy(np.stack(ms))
+        self.copy_rows = torch.ones(len(xs), dtype=torch.bool)
         return x[:, :-1], x[:, 1:], m[:, 1:]
 
     def get(self, copy_frac: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         T = self.r.seq + 1
-        xs, ms = [], []
+        xs, ms, copies = [], [], []
         for _ in range(self.r.batch):
-            if self.rng.random() < copy_frac:
+            copies.append(self.rng.random() < copy_frac)
+            if copies[-1]:
                 x, m = self.copy_row()
             else:
                 x, m = self.natural(T), np.ones(T, bool)
@@ -174,4 +177,5 @@ class Batches:
             ms.append(m)
         x = torch.from_numpy(np.stack(xs).astype(np.int64))
         m = torch.from_numpy(np.stack(ms))
+        self.copy_rows = torch.tensor(copies, dtype=torch.bool)
         return x[:, :-1], x[:, 1:], m[:, 1:]  # mask follows the target token

@@ -36,6 +36,7 @@ from model.transformer import Transformer
 from . import corpus
 from .card import evaluate, write_card
 from .data import Batches, load_corpus, token_cache, tokenize_corpus
+from .free_heads import free_copy_heads
 from .hint import PreviousTokenHint
 from .recipe import RECIPES, Recipe
 
@@ -139,6 +140,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
             g["lr"] = lr_at(step, r)
         # Fused attention: training never looks at the pattern; the hint reads q and k from the cache.
         run = Run(impl="sdpa", capture=hint.names if hinted else None)
+        free_copy_heads(run, net.cfg, r.copy_free_heads, batches.copy_rows)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=r.bf16_autocast):
             logits = fwd(x, run)
         loss = masked_loss(logits, y, m)

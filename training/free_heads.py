@@ -1,0 +1,32 @@
+"""Copy-free heads: the last few heads of every layer never see a copy row.
+
+Why (training_log.md, sessions 5-8): the Llama-style model needs a long phase of pure copy rows to form
+induction heads at all in our budget, and that phase turns every head of layer 1 into an induction head,
+so the head atlas shows one role for a whole layer. Zeroing the output of the last `copy_free_heads` heads
+of each layer on rows that hold a copy episode gives those heads no gradient from copy data: they learn only
+from real text, as the heads of a model trained on text alone do, while the other heads form the copying
+circuit. Nothing asks any head for any role; at evaluation and in the app every head runs as usual.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from model.config import ModelConfig
+from model.hooks import HookPoint, Run, act_name
+
+
+def free_copy_heads(run: Run, cfg: ModelConfig, n_free: int, copy_rows: torch.Tensor) -> Run:
+    """Add to `run` a hook on every layer's hook_z (B, T, H, d) that zeroes heads H - n_free .. H - 1
+    on the rows where `copy_rows` (B,) is True; other rows and heads pass unchanged."""
+    if not n_free or not bool(copy_rows.any()):
+        return run
+    keep = torch.ones(copy_rows.shape[0], 1, cfg.n_head, 1)
+    keep[copy_rows, :, cfg.n_head - n_free :] = 0.0
+
+    def zero_free(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
+        return z * keep.to(z.device, z.dtype)
+
+    for layer in range(cfg.n_layer):
+        run.add_hook(act_name("z", layer), zero_free)
+    return run
