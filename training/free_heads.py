@@ -20,9 +20,11 @@ from model.config import ModelConfig
 from model.hooks import HookPoint, Run, act_name
 
 
-def free_copy_heads(run: Run, cfg: ModelConfig, n_free: int, copy_rows: torch.Tensor) -> Run:
-    """Add to `run` a hook on every layer's hook_z (B, T, H, d) that stops the gradient of heads
-    H - n_free .. H - 1 on the rows where `copy_rows` (B,) is True. The forward is unchanged; so is the
+def free_copy_heads(
+    run: Run, cfg: ModelConfig, n_free: int, copy_rows: torch.Tensor, first_layer: int = 0
+) -> Run:
+    """Add to `run` a hook on the hook_z (B, T, H, d) of every layer from `first_layer` up that stops the
+    gradient of heads H - n_free .. H - 1 on the rows where `copy_rows` (B,) is True. The forward is unchanged; so is the
     gradient of every other head and row. (With GQA a query head's keys and values are shared with the
     heads of its group; the last heads form whole groups when n_free is a multiple of n_rep.)"""
     if not n_free or not bool(copy_rows.any()):
@@ -33,6 +35,6 @@ def free_copy_heads(run: Run, cfg: ModelConfig, n_free: int, copy_rows: torch.Te
     def stop_free(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
         return torch.where(stop.to(z.device), z.detach(), z)
 
-    for layer in range(cfg.n_layer):
+    for layer in range(first_layer, cfg.n_layer):
         run.add_hook(act_name("z", layer), stop_free)
     return run

@@ -12,10 +12,10 @@ IDX = torch.randint(0, 300, (4, 16), generator=torch.Generator().manual_seed(0))
 COPY_ROWS = torch.tensor([True, False, True, False])
 
 
-def q_grads(rows: torch.Tensor, n_free: int) -> list[torch.Tensor]:
+def q_grads(rows: torch.Tensor, n_free: int, first_layer: int = 0) -> list[torch.Tensor]:
     """Each layer's q_proj gradient per head (H, d, D) from a loss on `rows` only."""
     net = tiny_model().train()
-    logits = net(IDX, free_copy_heads(Run(impl="sdpa"), net.cfg, n_free, COPY_ROWS))
+    logits = net(IDX, free_copy_heads(Run(impl="sdpa"), net.cfg, n_free, COPY_ROWS, first_layer))
     logits[rows].logsumexp(-1).mean().backward()
     return [b.attn.q_proj.weight.grad.view(net.cfg.n_head, net.cfg.hd, -1) for b in net.blocks]
 
@@ -31,6 +31,12 @@ def test_free_heads_get_no_gradient_from_copy_rows_and_the_others_do():
     for grad in q_grads(COPY_ROWS, n_free=2):
         assert grad[2:].abs().max() == 0  # heads 2 and 3: the free ones
         assert grad[:2].abs().max() > 0
+
+
+def test_layers_below_the_first_free_layer_learn_from_copy_rows_with_every_head():
+    below, above = q_grads(COPY_ROWS, n_free=2, first_layer=1)  # the tiny model has two layers
+    assert below[2:].abs().max() > 0
+    assert above[2:].abs().max() == 0 and above[:2].abs().max() > 0
 
 
 def test_free_heads_learn_from_the_other_rows_and_nothing_is_stopped_without_free_heads():
