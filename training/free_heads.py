@@ -2,10 +2,10 @@
 
 Why (training_log.md, sessions 5-8): the Llama-style model needs a long phase of pure copy rows to form
 induction heads at all in our budget, and that phase turns every head of layer 1 into an induction head,
-so the head atlas shows one role for a whole layer. Zeroing the output of the last `copy_free_heads` heads
-of each layer on rows that hold a copy episode gives those heads no gradient from copy data: they learn only
-from real text, as the heads of a model trained on text alone do, while the other heads form the copying
-circuit. Nothing asks any head for any role; at evaluation and in the app every head runs as usual.
+so the head atlas shows one role for a whole layer. Stopping the gradient of the last `copy_free_heads` heads
+of each layer on rows that hold a copy episode means those heads learn only from real text, as the heads of a
+model trained on text alone do, while the other heads form the copying circuit. Nothing asks any head for any
+role; the forward is unchanged, and at evaluation and in the app every head runs as usual.
 
 The free heads still run on copy rows, only their gradient is stopped there: zeroing them instead (Llama-style
 try 13, training_log.md) left the other heads never trained beside them on repeated random tokens, and at
@@ -24,9 +24,9 @@ def free_copy_heads(
     run: Run, cfg: ModelConfig, n_free: int, copy_rows: torch.Tensor, first_layer: int = 0
 ) -> Run:
     """Add to `run` a hook on the hook_z (B, T, H, d) of every layer from `first_layer` up that stops the
-    gradient of heads H - n_free .. H - 1 on the rows where `copy_rows` (B,) is True. The forward is unchanged; so is the
-    gradient of every other head and row. (With GQA a query head's keys and values are shared with the
-    heads of its group; the last heads form whole groups when n_free is a multiple of n_rep.)"""
+    gradient of heads H - n_free .. H - 1 on the rows where `copy_rows` (B,) is True. The forward is
+    unchanged; so is the gradient of every other head and row. (With GQA a query head shares its keys and
+    values with the heads of its group; the last heads form whole groups when n_free is a multiple of n_rep.)"""
     if not n_free or not bool(copy_rows.any()):
         return run
     stop = torch.zeros(copy_rows.shape[0], 1, cfg.n_head, 1, dtype=torch.bool)
