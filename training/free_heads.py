@@ -20,17 +20,35 @@ from model.config import ModelConfig
 from model.hooks import HookPoint, Run, act_name
 
 
+def free_head_indices(cfg: ModelConfig, n_free: int, spread: bool = False) -> list[int]:
+    """Which query heads are free: the last `n_free` of the layer, which with GQA form whole K/V groups
+    when n_free is a multiple of n_rep (their keys and values then learn from text alone too); or, with
+    `spread`, the last n_free / n_kv_head heads of every K/V group, so that each group keeps a head on the
+    copy rows (in layer 0 a second previous-token head then brings values no other copying head reads:
+    try 14 had only the hinted head's group and one more)."""
+    if not 0 <= n_free <= cfg.n_head:
+        raise ValueError(f"copy_free_heads must be 0..{cfg.n_head}, not {n_free}")
+    if not spread:
+        return list(range(cfg.n_head - n_free, cfg.n_head))
+    if n_free % cfg.n_kv_head:
+        raise ValueError(
+            f"spread copy-free heads need a multiple of the {cfg.n_kv_head} K/V groups, not {n_free}"
+        )
+    per = n_free // cfg.n_kv_head
+    return [g * cfg.n_rep + j for g in range(cfg.n_kv_head) for j in range(cfg.n_rep - per, cfg.n_rep)]
+
+
 def free_copy_heads(
-    run: Run, cfg: ModelConfig, n_free: int, copy_rows: torch.Tensor, first_layer: int = 0
-) -> Run:
+    run: Run, cfg: ModelConfig, n_free: int, copy_rows: torch.Tensor, first_layer: int = 0,
+    spread: bool = False,
+) -> Run:  # fmt: skip
     """Add to `run` a hook on the hook_z (B, T, H, d) of every layer from `first_layer` up that stops the
-    gradient of heads H - n_free .. H - 1 on the rows where `copy_rows` (B,) is True. The forward is
-    unchanged; so is the gradient of every other head and row. (With GQA a query head shares its keys and
-    values with the heads of its group; the last heads form whole groups when n_free is a multiple of n_rep.)"""
+    gradient of the free heads (`free_head_indices`) on the rows where `copy_rows` (B,) is True. The
+    forward is unchanged; so is the gradient of every other head and row."""
     if not n_free or not bool(copy_rows.any()):
         return run
     stop = torch.zeros(copy_rows.shape[0], 1, cfg.n_head, 1, dtype=torch.bool)
-    stop[copy_rows, :, cfg.n_head - n_free :] = True
+    stop[copy_rows.nonzero()[:, :1], :, free_head_indices(cfg, n_free, spread)] = True
 
     def stop_free(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
         return torch.where(stop.to(z.device), z.detach(), z)

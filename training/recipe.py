@@ -51,6 +51,7 @@ class Recipe:
     random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
     copy_free_heads: int = 0  # the last this many heads of each layer learn nothing from copy rows ...
     copy_free_first_layer: int = 0  # ... in the layers from this one up (training/free_heads.py)
+    copy_free_spread: bool = False  # True: the last of each K/V group instead of the layer's last heads
     hint_steps: int = 300  # previous-token hint on layer 0 head 0 (training/hint.py) for these steps
     hint_weight: float = 1.0
     eval_every: int = 150

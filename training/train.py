@@ -140,7 +140,9 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
             g["lr"] = lr_at(step, r)
         # Fused attention: training never looks at the pattern; the hint reads q and k from the cache.
         run = Run(impl="sdpa", capture=hint.names if hinted else None)
-        free_copy_heads(run, net.cfg, r.copy_free_heads, batches.copy_rows, r.copy_free_first_layer)
+        free_copy_heads(
+            run, net.cfg, r.copy_free_heads, batches.copy_rows, r.copy_free_first_layer, r.copy_free_spread
+        )
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=r.bf16_autocast):
             logits = fwd(x, run)
         loss = masked_loss(logits, y, m)

@@ -1,21 +1,24 @@
 """Copy-free heads (training/free_heads.py): the last heads of every layer learn nothing from copy rows."""
 
+import pytest
 import torch
 
 from model import Run
 from tests.tiny import tiny_model
 from training.data import Batches
-from training.free_heads import free_copy_heads
+from training.free_heads import free_copy_heads, free_head_indices
 from training.recipe import Recipe
 
 IDX = torch.randint(0, 300, (4, 16), generator=torch.Generator().manual_seed(0))
 COPY_ROWS = torch.tensor([True, False, True, False])
 
 
-def q_grads(rows: torch.Tensor, n_free: int, first_layer: int = 0) -> list[torch.Tensor]:
+def q_grads(
+    rows: torch.Tensor, n_free: int, first_layer: int = 0, spread: bool = False
+) -> list[torch.Tensor]:
     """Each layer's q_proj gradient per head (H, d, D) from a loss on `rows` only."""
     net = tiny_model().train()
-    logits = net(IDX, free_copy_heads(Run(impl="sdpa"), net.cfg, n_free, COPY_ROWS, first_layer))
+    logits = net(IDX, free_copy_heads(Run(impl="sdpa"), net.cfg, n_free, COPY_ROWS, first_layer, spread))
     logits[rows].logsumexp(-1).mean().backward()
     return [b.attn.q_proj.weight.grad.view(net.cfg.n_head, net.cfg.hd, -1) for b in net.blocks]
 
@@ -56,3 +59,17 @@ def test_batches_say_which_rows_hold_copy_episodes():
     assert not b.copy_rows.any()
     b.short()
     assert b.copy_rows.shape == (4,) and b.copy_rows.all()
+
+
+def test_spread_free_heads_are_the_last_of_each_kv_group_and_get_no_gradient_from_copy_rows():
+    cfg = tiny_model().cfg  # 4 query heads in 2 K/V groups: (0, 1) and (2, 3)
+    assert free_head_indices(cfg, 2) == [2, 3] and free_head_indices(cfg, 2, spread=True) == [1, 3]
+    for grad in q_grads(COPY_ROWS, n_free=2, spread=True):
+        assert grad[[1, 3]].abs().max() == 0
+        assert all(grad[h].abs().max() > 0 for h in (0, 2))  # each group keeps a head on the copy
+    for grad in q_grads(~COPY_ROWS, n_free=2, spread=True):
+        assert grad[[1, 3]].abs().max() > 0
+    with pytest.raises(ValueError, match="multiple of the 2 K/V groups"):
+        free_head_indices(cfg, 1, spread=True)
+    with pytest.raises(ValueError, match="0..4"):
+        free_head_indices(cfg, 5)
