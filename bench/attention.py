@@ -1,6 +1,9 @@
 """`python -m bench.attention [threads] [n] [reps]`: explicit attention against a plain SDPA forward on
 the classroom model at one length, timed interleaved in wall time and in the process's CPU time.
 
+The `(blocks)` variants force the blocks of query rows at any length (`WHOLE_UP_TO` = 0), so the choice
+of path below `model.transformer.WHOLE_UP_TO` tokens is measured against its alternative in the same run.
+
 CPU time is the figure to read on a shared machine: a process that waits for a core does not count it,
 so another job's burst does not land in one variant's repetitions. With one thread it is the work done.
 """
@@ -13,12 +16,25 @@ import time
 
 import torch
 
-from model import LanguageModel, Run
+from model import LanguageModel, Run, transformer
 from model.trace import capture_names, run_trace
 
 from .capture import with_context
 from .models import bench_models
 from .plain import plain_forward
+
+
+def in_blocks(fn):
+    """`fn` with explicit causal attention computed in blocks of query rows whatever the length."""
+
+    def run():
+        whole_up_to, transformer.WHOLE_UP_TO = transformer.WHOLE_UP_TO, 0
+        try:
+            return fn()
+        finally:
+            transformer.WHOLE_UP_TO = whole_up_to
+
+    return run
 
 
 def variants(net, n: int) -> dict:
@@ -27,13 +43,16 @@ def variants(net, n: int) -> dict:
     lm = LanguageModel(net, tokenizer=None, name=net.cfg.name)
     hooks = capture_names(net.cfg.n_layer)
     patterns = [x for x in hooks if x.endswith("hook_pattern")]
-    return {
+    fns = {
         "sdpa": lambda: plain_forward(net, idx),
         "forward": lambda: torch.inference_mode()(net)(idx),
         "patterns": lambda: lm.run_with_cache(idx, patterns),
         "hooks": lambda: lm.run_with_cache(idx, hooks),
         "trace": lambda: run_trace(net, ids, [str(i) for i in ids], Run(), lens_k=5),
     }
+    if n <= transformer.WHOLE_UP_TO:  # above it both would take the blocks
+        fns |= {f"{k} (blocks)": in_blocks(fns[k]) for k in ("forward", "hooks")}
+    return fns
 
 
 def measure(threads: int = 1, n: int = 1024, reps: int = 7) -> dict:

@@ -81,6 +81,10 @@ def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, scale: float):
 
 
 ROWS = 64  # query rows per block of explicit causal attention: H x 64 x n scores fit the CPU's cache
+# Up to this many tokens the whole (H, n, n) score matrix fits the cache anyway, and one product with the
+# mask added (baddbmm) is fewer, larger ops than the blocks' five per block plus the zeroed future:
+# measured in bench/capture.py, where a classroom-sized forward at n = 128 is mostly small ops.
+WHOLE_UP_TO = 256
 
 
 @functools.lru_cache(maxsize=16)
@@ -88,6 +92,14 @@ def causal_mask(T: int, device: torch.device) -> torch.Tensor:
     """(T, T) bool, True above the diagonal: the future a token may not see. Cached, read-only."""
     with torch.inference_mode(False):
         return torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
+
+
+@functools.lru_cache(maxsize=16)
+def causal_bias(T: int, device: torch.device) -> torch.Tensor:
+    """(T, T) float32, -inf above the diagonal and 0 elsewhere: the mask as a term added to the scores,
+    so the product and the mask are one op. Cached, read-only."""
+    with torch.inference_mode(False):
+        return torch.zeros(T, T, device=device).masked_fill_(causal_mask(T, device), float("-inf"))
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -172,8 +184,10 @@ class Attention(nn.Module):
         seen = run is not None and (
             run.wants(self.hook_attn_scores.name) or self.hook_pattern.name in run.hooks
         )
-        # Blocks write into preallocated tensors (out=), which autograd cannot follow.
-        if seen or (run is not None and not run.causal) or (torch.is_grad_enabled() and q.requires_grad):
+        # Blocks write into preallocated tensors (out=), which autograd cannot follow; and they only pay
+        # off once the whole matrix outgrows the cache.
+        if (seen or q.shape[2] <= WHOLE_UP_TO or (run is not None and not run.causal)
+                or (torch.is_grad_enabled() and q.requires_grad)):  # fmt: skip
             z = self.attend_whole(q, k, v, run)
         else:
             z = self.attend_rows(q, k, v, run)
@@ -191,9 +205,13 @@ class Attention(nn.Module):
     def attend_whole(self, q, k, v, run: Run | None) -> torch.Tensor:
         """All (B, H, T, T) scores at once: for interventions on the scores or the pattern, and for
         capturing the scores, which must exist whole before the softmax."""
-        scores = q @ k.transpose(-1, -2)  # (B, H, T, T)
-        if run is None or run.causal:
-            scores.masked_fill_(causal_mask(q.shape[2], q.device), float("-inf"))
+        B, H, T, d = q.shape
+        if run is None or run.causal:  # q k^T + (-inf above the diagonal), in one op
+            scores = torch.baddbmm(
+                causal_bias(T, q.device), q.reshape(B * H, T, d), k.reshape(B * H, T, d).transpose(1, 2)
+            ).view(B, H, T, T)
+        else:
+            scores = q @ k.transpose(-1, -2)  # (B, H, T, T)
         scores = self.hook_attn_scores(scores, run)
         # In place unless the cache keeps the scores or autograd needs them: one n x n tensor fewer.
         fresh = scores.requires_grad or (run is not None and run.wants(self.hook_attn_scores.name))

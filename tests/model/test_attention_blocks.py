@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from model import Run, act_name
-from model.transformer import ROWS
+from model.transformer import ROWS, WHOLE_UP_TO
 from tests.tiny import tiny_model
 
-T = 2 * ROWS + 22  # three blocks, the last one short
+T = WHOLE_UP_TO + ROWS + 22  # long enough for blocks; the last one short
 
 
 def run_capture(net, idx, names, **switches):
@@ -16,10 +16,11 @@ def run_capture(net, idx, names, **switches):
     return net(idx, run), run.cache
 
 
+@pytest.mark.parametrize("n", [T, WHOLE_UP_TO, 9])  # in blocks; the whole matrix with the mask added
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
-def test_attention_blocks_equal_the_whole_matrix(arch):
+def test_attention_blocks_equal_the_whole_matrix(arch, n):
     net = tiny_model(arch, context_length=T)
-    idx = torch.randint(0, 300, (2, T), generator=torch.Generator().manual_seed(0))
+    idx = torch.randint(0, 300, (2, n), generator=torch.Generator().manual_seed(0))
     pattern, scores, z = act_name("pattern", 1), act_name("attn_scores", 1), act_name("z", 1)
     blocks_out, blocks = run_capture(net, idx, [pattern, z])  # pattern only: written block by block
     whole_out, whole = run_capture(net, idx, [pattern, scores, z])  # scores asked for: all at once
