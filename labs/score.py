@@ -56,7 +56,7 @@ def score_steps(
 ) -> ScoreSteps:
     """The score of query `index` against every key of head (layer, head), step by step."""
     cfg = lm.config
-    rotary = cfg.arch == "llama"
+    rotary = cfg.positional == "rope"  # a no-position Llama-style model has hook_rot_q/k, but as identities
     kinds = ["q", "k", "v", "attn_scores", "pattern", "z"] + (["rot_q", "rot_k"] if rotary else [])
     names = {kind: act_name(kind, layer) for kind in kinds}
     _, cache = lm.run_with_cache(

@@ -31,6 +31,9 @@ class ModelConfig:
     qkv_bias: bool = False  # Qwen2 has biases on q/k/v only
     o_bias: bool = False
     mlp_bias: bool = False
+    # No positional encoding at all (no RoPE, no position vectors): order can only come from the causal
+    # mask, as in the chapter's caveat; the `classroom-nope` twin is trained this way.
+    no_position: bool = False
     name: str = "model"
 
     def __post_init__(self) -> None:
@@ -56,6 +59,8 @@ class ModelConfig:
 
     @property
     def positional(self) -> str:
+        if self.no_position:
+            return "none"
         return "rope" if self.arch == "llama" else "learned"
 
     @property

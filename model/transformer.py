@@ -143,7 +143,7 @@ class Attention(nn.Module):
         k = self.hook_k(self.k_proj(x).view(B, T, cfg.n_kv_head, cfg.hd), run)
         v = self.hook_v(self.v_proj(x).view(B, T, cfg.n_kv_head, cfg.hd), run)
         if cfg.arch == "llama":  # as in TransformerLens, only a rotary model has hook_rot_q/k
-            if run is None or run.position:
+            if not cfg.no_position and (run is None or run.position):
                 scale = run.rope_scale if run is not None and run.rope_scale else cfg.rope_scale
                 cos, sin = self.rope_table(T, scale, x.device)
                 q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -307,7 +307,7 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.hook_embed = HookPoint()  # (B, T, D), token embedding
-        if cfg.arch == "gpt2":
+        if cfg.positional == "learned":
             self.pos_embed = nn.Embedding(cfg.context_length, cfg.d_model)
             self.hook_pos_embed = HookPoint()  # (B, T, D), learned positions
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
@@ -336,7 +336,7 @@ class Transformer(nn.Module):
         if T > self.cfg.context_length:
             raise ValueError(f"{T} tokens exceed the context length {self.cfg.context_length}")
         x = self.hook_embed(self.embed(idx), run)
-        if self.cfg.arch == "gpt2" and (run is None or run.position):
+        if self.cfg.positional == "learned" and (run is None or run.position):
             pos = self.pos_embed(torch.arange(T, device=idx.device)).expand(idx.shape[0], T, -1)  # a view
             x = x + self.hook_pos_embed(pos, run)
         for block in self.blocks:

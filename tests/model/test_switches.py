@@ -95,3 +95,18 @@ def test_switches_reject_bad_heads_and_ids(tiny_lm):
         tiny_lm.trace(list(range(65)))
     with pytest.raises(ValueError, match="ablate_mode"):
         tiny_lm.logits([1, 2], ablate_mode="half")
+
+
+def test_a_model_with_no_positional_encoding_has_no_position_to_switch(tokenizer):
+    net = tiny_model("llama", no_position=True)
+    assert net.cfg.positional == "none" and not hasattr(net, "pos_embed")
+    lm = LanguageModel(net, tokenizer, name="nope")
+    ids = torch.randint(0, 300, (12,), generator=torch.Generator().manual_seed(3)).tolist()
+    perm = torch.randperm(12, generator=torch.Generator().manual_seed(4)).tolist()
+    assert torch.equal(lm.logits(ids, position=True), lm.logits(ids, position=False))
+    a, b = permuted_outputs(lm, ids, perm, position=True, causal=False)
+    assert (a - b).abs().max().item() <= 1e-5  # position "on" adds nothing: only the mask carries order
+    a, b = permuted_outputs(lm, ids, perm, position=True, causal=True)
+    assert (a - b).abs().max().item() > 1e-2
+    _, cache = lm.run_with_cache(ids, [act_name("q", 0), act_name("rot_q", 0)])
+    assert torch.equal(cache[act_name("q", 0)], cache[act_name("rot_q", 0)])  # hook kept, nothing turned
