@@ -18,7 +18,11 @@ from .tokenizer import Tokenizer
 from .transformer import Transformer, rope_inv_freq
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
-BUNDLED = ("classroom", "classroom-gpt2")  # Llama-style, and its GPT-2-style twin (training/recipe.py)
+BUNDLED = (
+    "classroom",
+    "classroom-gpt2",
+    "classroom-nope",
+)  # Llama-style, its GPT-2-style twin, its no-position twin (training/recipe.py)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.demos import measure_demos
+from labs.position_probe import position_probe
 from labs.roles.atlas import compute_atlas, head_name
 from labs.roles.probes import PROSE, measure_roles
 from model.hooks import Run
@@ -134,7 +135,7 @@ def parameter_counts(lm: LanguageModel) -> dict[str, int]:
 
 def hinted_head(lm: LanguageModel) -> tuple[int, int] | None:
     """The head the training hint asked to look at the previous token, if the recipe had a hint."""
-    return HINTED_HEAD if lm.config.arch == "llama" else None
+    return HINTED_HEAD if lm.config.arch == "llama" and not lm.config.no_position else None
 
 
 def unaided_previous_token(roles: dict, hinted: tuple[int, int] | None) -> dict:
@@ -178,6 +179,14 @@ BAR_TEXT = {
 }
 
 
+NOPE_TWIN = (
+    "The no-position twin of the `classroom` model: the same script, data, tokenizer, size, schedule and "
+    "Llama-style block with RoPE taken out, and no hint (a layer-0 head with no position cannot single out the "
+    "previous token). It ships for the Position page: its only source of order is the causal mask, and the "
+    "position probe below measures how much order that gives back.\n\n"
+)
+
+
 def measure_fixed(lm: LanguageModel) -> dict:
     """The figures a test can recompute without the corpus: head roles, probe losses, PROSE losses,
     completions, and which bars they meet."""
@@ -194,9 +203,21 @@ def measure_fixed(lm: LanguageModel) -> dict:
             "position_off": round(text_loss(lm, ids, False), 4),
         },  # fmt: skip
         "completions": {p: greedy(lm, p) for p in PROMPTS},
+        "position_probe": probe_figures(lm),
     }
     f["bars_met"] = bars_met(f, lm.config.arch)
     return f
+
+
+def probe_figures(lm: LanguageModel) -> dict:
+    """Where the residual stream holds each token's position (labs/position_probe.py), mask on and off."""
+    p = position_probe(lm)
+
+    def curve(points):
+        return [{"name": x.name, "r2": round(x.r2, 4), "error": round(x.error, 2)} for x in points]
+
+    return {"window": p.window, "windows": p.windows, "chance_error": round(p.chance_error, 2),
+            "causal": curve(p.causal), "no_mask": curve(p.no_mask)}  # fmt: skip
 
 
 def evaluate(lm: LanguageModel, val_streams: dict[str, np.ndarray], corpus_dir: Path) -> dict:
@@ -287,9 +308,11 @@ def architecture_text(cfg, size_mb: float, dtype: str) -> str:
               f"{cfg.vocab_size} (byte-level BPE, `training/vocab.py`), context {cfg.context_length} tokens. "
               f"Weights: {dtype} safetensors, {size_mb:.1f} MB (the app computes in float32 on CPU).")  # fmt: skip
     if cfg.arch == "llama":
+        position = ("no positional encoding at all (no RoPE, no position vectors: order only from the causal "
+                    "mask)") if cfg.no_position else f"RoPE (base {cfg.rope_base:g})"  # fmt: skip
         return (f"Llama-style: {cfg.n_head} query heads sharing {cfg.n_kv_head} key/value heads (grouped-query "
-                f"attention, groups of {cfg.n_rep}), SwiGLU feed-forward {cfg.d_ff}, RMSNorm, RoPE (base "
-                f"{cfg.rope_base:g}), pre-norm. {common}")  # fmt: skip
+                f"attention, groups of {cfg.n_rep}), SwiGLU feed-forward {cfg.d_ff}, RMSNorm, {position}, "
+                f"pre-norm. {common}")  # fmt: skip
     return (f"GPT-2-style: {cfg.n_head} heads of full multi-head attention, GELU feed-forward {cfg.d_ff}, "
             f"LayerNorm, learned position embeddings, pre-norm. {common}")  # fmt: skip
 
@@ -317,6 +340,20 @@ def demos_text(demos: dict) -> str:
     return "\n".join(lines)
 
 
+def probe_text(p: dict) -> str:
+    rows = "\n".join(f"| {a['name']} | {a['r2']:.3f} | {a['error']:.1f} | {b['r2']:.3f} | {b['error']:.1f} |"
+                     for a, b in zip(p["causal"], p["no_mask"], strict=True))  # fmt: skip
+    return (
+        f"A ridge regression reads each token's position (0-{p['window'] - 1}) in windows of {p['window']} "
+        f"held-out tokens from the residual stream, fitted on {p['windows'] // 2} windows and scored on "
+        f"{p['windows'] - p['windows'] // 2} others (`labs/position_probe.py`; the Position page draws it). "
+        f"R² 1 reads the position exactly, 0 no better than guessing the middle (mean error "
+        f"{p['chance_error']:.1f} tokens).\n\n"
+        "| stream point | R², causal mask on | mean error (tokens) | R², mask off | mean error (tokens) |\n"
+        f"|---|---|---|---|---|\n{rows}"
+    )
+
+
 def write_card(out: Path, lm: LanguageModel, figures: dict) -> None:
     cfg, roles, tr = lm.config, figures["roles"], figures["training"]
     pt, ind, un = roles["previous_token"], roles["induction"], figures["previous_token_unaided"]
@@ -334,13 +371,13 @@ def write_card(out: Path, lm: LanguageModel, figures: dict) -> None:
         f"- {BAR_TEXT[k]}: {'met' if ok else '**NOT met**'}" for k, ok in figures["bars_met"].items()
     )
     tok, atlas = figures["tokenizer"], figures["atlas"]
-    title = "The classroom model" if cfg.arch == "llama" else f"The {lm.name} twin"
-    twin = "" if cfg.arch == "llama" else (
+    title = "The classroom model" if cfg.arch == "llama" and not cfg.no_position else f"The {lm.name} twin"
+    twin = NOPE_TWIN if cfg.no_position else "" if cfg.arch == "llama" else (
         "The GPT-2-style twin of the `classroom` model: the same script, data, tokenizer, size and schedule, "
         "with learned positions, LayerNorm, GELU and full multi-head attention, and **no hint of any kind**, "
         "so the heads below formed on their own (the table of scores by step shows when).\n\n")  # fmt: skip
     unaided = (f"- Best previous-token head other than the hinted {HINTED}: **L{un['layer']}H{un['head']}**, "
-               f"score {un['score']:.3f}.\n") if cfg.arch == "llama" else ""  # fmt: skip
+               f"score {un['score']:.3f}.\n") if hinted_head(lm) else ""  # fmt: skip
 
     card = (
         f"""# {title}
@@ -350,7 +387,7 @@ def write_card(out: Path, lm: LanguageModel, figures: dict) -> None:
 script's final evaluation (`training/card.py`) on these exact weights; `tests/training/test_classroom_model.py`
 recomputes them.
 
-## Bars (issue #17), recomputed by the tests
+## {"Classroom bars (issue #17), recomputed by the tests: reported, this twin is not held to them" if cfg.no_position else "Bars (issue #17), recomputed by the tests"}
 {bars}
 
 ## Architecture
@@ -410,6 +447,9 @@ Previous-token scores (mean attention from token i to i-1 on the probe sentence)
 Induction scores (mean attention from each second-copy token to the token after its first copy):
 
 {table(roles["induction_table"])}
+
+## Position in the residual stream
+{probe_text(figures["position_probe"])}
 
 ## In-context demos (held-out strings)
 {demos_text(figures["demos"])}

@@ -15,6 +15,7 @@ class Recipe:
     arch: str = (
         "llama"  # "llama": RoPE, GQA, RMSNorm, SwiGLU; "gpt2": learned positions, MHA, LayerNorm, GELU
     )
+    no_position: bool = False  # True: no RoPE or position vectors at all, order from the causal mask only
     seed: int = 0
     vocab_size: int = 8192  # words a class types are single tokens (training/vocab.py)
     n_layer: int = 4
@@ -63,6 +64,10 @@ class Recipe:
 
 RECIPES = {
     "classroom": Recipe(),
+    # The no-position twin: the classroom recipe with RoPE taken out, so a class can measure how much order
+    # the causal mask alone gives back (labs/position_probe.py). No hint: with no position in layer 0 a head
+    # there cannot single out the previous token, so the hint could only pull on nothing.
+    "classroom-nope": Recipe(name="classroom-nope", no_position=True, hint_steps=0),
     # The twin: same data, tokenizer and size; GPT-2's block and no hint of any kind. Without the hint its
     # copying circuit needs a gentler start (training_log.md, sessions 5-6): a lower learning rate, short rows
     # of 64, spans from 64 ids first, then twice as many every 75 steps while half the short rows keep the

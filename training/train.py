@@ -115,7 +115,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
 
     cfg = ModelConfig(arch=r.arch, vocab_size=tok.vocab_size, n_layer=r.n_layer, n_head=r.n_head,
                       n_kv_head=r.n_kv_head, d_model=r.d_model, d_ff=r.d_ff, context_length=r.seq,
-                      tie_embeddings=True, name=r.name)  # fmt: skip
+                      tie_embeddings=True, no_position=r.no_position, name=r.name)  # fmt: skip
     net = Transformer(cfg)
     net.init_weights(r.seed)
     decay = [p for p in net.parameters() if p.dim() >= 2]
