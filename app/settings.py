@@ -12,9 +12,10 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-# The bundled pair: the Llama-style classroom model (the default) and its GPT-2-style twin, so the model
-# selector, the position lab's learned positions and every preset work on both out of the box.
-DEFAULT_MODELS = ("classroom", "classroom-gpt2")
+# The bundled three: the Llama-style classroom model (the default), its GPT-2-style twin and its twin with
+# no positional encoding, so the model selector, the position lab's learned positions, its probe of where
+# position lives and every preset work on all of them out of the box.
+DEFAULT_MODELS = ("classroom", "classroom-gpt2", "classroom-nope")
 
 
 class Settings(BaseSettings):

@@ -132,10 +132,13 @@ def order_condition(lm: LanguageModel, c, k: int) -> dict:
 def rope(rt: Runtime, req: RopeRequest) -> bytes:
     lm = rt.lm(req.model)
     cfg = lm.config
-    if req.source == "random" or cfg.positional == "learned":
+    if req.source == "random" or cfg.positional != "rope":
         rt.ids(lm, req.prompt)  # unused there, but part of the cache key: the same limits as everywhere
     if cfg.positional == "learned":
         return rt.cached("rope", lm, req, lambda: learned(lm))
+    if cfg.positional == "none":
+        return rt.cached("rope", lm, req, lambda: RopeResponse(
+            model=lm.name, positional="none", message=text.NOPE_NOTE, clock=None, curves=None, learned=None))  # fmt: skip
     scale = req.scale or cfg.rope_scale
     span = req.positions or min(MAX_CLOCK_POSITIONS, round(cfg.context_length * scale))
     keys = req.key_positions or sorted({0, round(span / 8), round(span / 4), round(span / 2)})

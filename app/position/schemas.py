@@ -1,4 +1,5 @@
-"""Request and response bodies of the position lab: /api/permutation, /api/word-order, /api/rope."""
+"""Request and response bodies of the position lab: /api/permutation, /api/word-order, /api/rope,
+/api/rope/stretch and /api/position/probe."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ class PermutedCondition(Strict):
 
 class PermutationResponse(Strict):
     model: str
-    positional: Literal["rope", "learned"]
+    positional: Literal["rope", "learned", "none"]
     n: int
     tokens: list[str]
     token_ids: list[int]
@@ -145,7 +146,7 @@ class OrderCondition(Strict):
 
 class WordOrderResponse(Strict):
     model: str
-    positional: Literal["rope", "learned"]
+    positional: Literal["rope", "learned", "none"]
     tokens_a: list[str]
     tokens_b: list[str]
     match: list[int] = Field(description="Token i of prompt A is token match[i] of prompt B.")
@@ -243,11 +244,12 @@ class Learned(Strict):
 
 class RopeResponse(Strict):
     model: str
-    positional: Literal["rope", "learned"]
+    positional: Literal["rope", "learned", "none"]
     message: str
     clock: Clock | None = Field(description="RoPE models only.")
     curves: OffsetCurves | None = Field(description="RoPE models only.")
     learned: Learned | None = Field(description="GPT-2-style models only: learned position embeddings.")
+    # A model with no positional encoding (positional "none") has neither: `message` says so.
 
 
 # ---- /api/rope/stretch ----
@@ -296,8 +298,8 @@ class StretchCurve(Strict):
 
 class StretchResponse(Strict):
     model: str
-    positional: Literal["rope", "learned"]
-    applies: bool = Field(description="False for learned positions: there is nothing to stretch.")
+    positional: Literal["rope", "learned", "none"]
+    applies: bool = Field(description="False for learned positions or none: there is nothing to stretch.")
     message: str = Field(description="What was measured, or why it does not apply, in words.")
     context_length: int = Field(description="C: the length the model trained on.")
     length: int = Field(description="Tokens per window (factor x C).")
@@ -309,4 +311,34 @@ class StretchResponse(Strict):
     bin_starts: list[int] = Field(description="First position of each bin.")
     curves: list[StretchCurve]
     sentence: str = Field(description="What interpolation fixes and what it costs, from these numbers.")
+    seconds: float = Field(description="Time the measurement took on this server.")
+
+
+# ---- /api/position/probe ----
+
+
+class ProbeRequest(Body):
+    model_config = _examples({}, {"model": "classroom-nope"})
+    model: str | None = Field(default=None, description="A name from /api/models; null = the default model.")
+
+
+class ProbePoint(Strict):
+    name: str = Field(description='"token embeddings", "embeddings + position vectors", "after block i".')
+    hook: str = Field(description="The residual-stream hook read (TransformerLens name).")
+    r2: float = Field(
+        description="Held-out R² of the position probe: 1 = read exactly, 0 = a guess of the middle."
+    )
+    error: float = Field(description="Held-out mean absolute error, in tokens.")
+
+
+class ProbeResponse(Strict):
+    model: str
+    positional: Literal["rope", "learned", "none"]
+    window: int = Field(description="Tokens per window: the probe reads positions 0..window-1.")
+    windows: int = Field(description="Held-out windows: half fit the probe, the other half score it.")
+    text: str = Field(description="Which held-out text, in words.")
+    chance_error: float = Field(description="Mean error (tokens) of always guessing the average position.")
+    causal: list[ProbePoint] = Field(description="Every point of the stream, causal mask on (as trained).")
+    no_mask: list[ProbePoint] = Field(description="The same with the causal mask off.")
+    sentence: str = Field(description="What these numbers say about where this model keeps position.")
     seconds: float = Field(description="Time the measurement took on this server.")

@@ -33,8 +33,9 @@ def build(rt: Runtime, lm: LanguageModel, req: StretchRequest) -> StretchRespons
     C, T = cfg.context_length, req.factor * cfg.context_length
     common = {"model": lm.name, "positional": cfg.positional, "context_length": C, "length": T,
               "windows": req.windows, "tokens": req.windows * T, "text": text.STRETCH_TEXT}  # fmt: skip
-    if cfg.positional == "learned":
-        return StretchResponse(**common, applies=False, message=text.learned_stretch(cfg, T), bin_width=0,
+    if cfg.positional != "rope":
+        why = text.learned_stretch(cfg, T) if cfg.positional == "learned" else text.nope_stretch(cfg, T)
+        return StretchResponse(**common, applies=False, message=why, bin_width=0,
                                bin_starts=[], curves=[], sentence="", seconds=0.0)  # fmt: skip
     check_limits(rt, lm, T)
     with exclusive("stretch", hold_s=HOLD_S):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from labs.position import OrderComparison, RopeClock
+from labs.position_probe import Probe
 from model import LanguageModel
 from model.config import ModelConfig
 
@@ -15,6 +16,12 @@ CAUSAL_NOTE = (
 LEARNED_NOTE = (
     "This model adds a learned vector per absolute position to each token's embedding. Nothing rotates, "
     "so there are no clock hands, and nothing forces a query-key score to depend only on the distance m - n."
+)
+
+NOPE_NOTE = (
+    "This model has no positional encoding at all: no clock turns its queries and keys, and no table adds "
+    "a vector per position. The causal mask is its only source of order (the probe at the bottom of the "
+    "page measures how much that gives back)."
 )
 
 
@@ -96,6 +103,14 @@ def learned_stretch(cfg: ModelConfig, T: int) -> str:
     )
 
 
+def nope_stretch(cfg: ModelConfig, T: int) -> str:
+    return (
+        f"This model has no positional encoding: there are no angles to run out of past position "
+        f"{cfg.context_length - 1:,} and nothing to divide, so interpolation does not apply. (It trained on "
+        f"{cfg.context_length:,} tokens; a window of {T:,} is refused like any prompt past its context.)"
+    )
+
+
 def stretch_message(r) -> str:
     return (
         f"Next-token loss (cross-entropy, nats) at each position of {r.windows} windows of {r.length:,} "
@@ -145,4 +160,37 @@ def stretch_sentence(r) -> str:
                 f"Scale {c.scale:g} keeps only positions 0-{end - 1:,} within the trained angles; past them its "
                 f"loss climbs again ({float(c.loss[end:].mean()):.2f})."
             )
+    return " ".join(out)
+
+
+# ---- /api/position/probe ----
+
+READS, LITTLE = 0.5, 0.25  # R² from which the probe "reads" position, and below which it finds little
+MASK_GAVE = 0.25  # the mask "gave the order" when turning it off costs at least this much R²
+
+
+def probe_sentence(positional: str, p: Probe) -> str:
+    """Where this model keeps position, in words, from the probe's own numbers."""
+    on, off = p.causal, p.no_mask
+    best, best_off = max(on, key=lambda x: x.r2), max(off, key=lambda x: x.r2)
+    read = f"R² {best.r2:.2f}, within {best.error:.1f} of {p.window} tokens (a guess of the middle is off by {p.chance_error:.1f})"
+    out = []
+    if positional == "learned":
+        added = on[1]
+        out.append(f"The position vectors write it into the stream before block 0: R² {added.r2:.2f} "
+                   f"(token embeddings alone {on[0].r2:.2f}); after the last block it is {on[-1].r2:.2f}.")  # fmt: skip
+        return " ".join(out)
+    held = "hold no position" if on[0].r2 < LITTLE else "already hint at position"
+    out.append(f"The token embeddings {held} (R² {on[0].r2:.2f}).")
+    if best.r2 >= READS:
+        out.append(f"The best read is {best.name}: {read}.")
+    else:
+        out.append(f"The best read finds little: {best.name}, {read}.")
+    if best.r2 - best_off.r2 >= MASK_GAVE:
+        out.append(f"With the causal mask off it falls to R² {best_off.r2:.2f}: the order came from the mask "
+                   "(token i sees i + 1 tokens, so how its attention spreads tells how far in it is).")  # fmt: skip
+    if positional == "rope":
+        out.append("RoPE adds nothing to the stream: it turns each head's queries and keys, so attention feels "
+                   + ("offsets while the vectors between blocks keep little of where a token is."
+                      if best.r2 < READS else "offsets, and the blocks wrote position into the stream themselves."))  # fmt: skip
     return " ".join(out)

@@ -94,7 +94,7 @@ class ModelInfo(Strict):
     vocab_size: int
     context_length: int
     max_tokens: int = Field(description="Longest prompt accepted, in tokens, for this model.")
-    positional: Literal["rope", "learned"]
+    positional: Literal["rope", "learned", "none"]
     norm: str
     mlp: str
     rope_base: float

@@ -1,4 +1,4 @@
-"""The API on the bundled classroom models, as `make run` serves them (the classroom model and its twin)."""
+"""The API on the bundled classroom models, as `make run` serves them (the classroom model and its twins)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def client():
 def test_bundled_model_is_described_and_counted(client, lm):
     body = client.get("/api/models").json()
     assert body["default"] == "classroom"
-    assert [m["name"] for m in body["models"]] == ["classroom", "classroom-gpt2"]
-    assert [m["positional"] for m in body["models"]] == ["rope", "learned"]
+    assert [m["name"] for m in body["models"]] == ["classroom", "classroom-gpt2", "classroom-nope"]
+    assert [m["positional"] for m in body["models"]] == ["rope", "learned", "none"]
     info = body["models"][0]
     assert info["params"] == param_census(lm.config)
     assert info["params"]["total"] == sum(p.numel() for p in lm.net.parameters())
@@ -66,7 +66,7 @@ def test_bundled_index_page_names_the_model(client):
     assert r.status_code == 200 and "classroom" in r.text
 
 
-def test_every_class_demo_is_offered_and_runs_on_both_models(client):
+def test_every_class_demo_is_offered_and_runs_on_every_bundled_model(client):
     page = client.get("/").text
     for p in PRESETS:
         assert f'<option value="{p.text}">{p.label}</option>' in page

@@ -20,7 +20,7 @@ from tests.servers import ROOT, free_port, run_app, wait_until
 def test_cli_defaults_and_repeatable_model():
     args = cli.parse_args([])
     assert (args.models, args.host, args.port, args.device, args.workers) == (
-        ["classroom", "classroom-gpt2"],
+        ["classroom", "classroom-gpt2", "classroom-nope"],
         "127.0.0.1",
         8000,
         "cpu",

@@ -197,3 +197,6 @@ export const score = (body, opts) => post("/api/score", body, opts);
 
 // POST /api/rope/stretch: loss by position past the training length, with and without interpolation.
 export const ropeStretch = (body, opts) => post("/api/rope/stretch", body, opts);
+
+// POST /api/position/probe: where the residual stream keeps each token's position, mask on and off.
+export const positionProbe = (body, opts) => post("/api/position/probe", body, opts);

@@ -43,3 +43,7 @@ export function fmtMeasured(v, digits = 2) {
   const sup = String(exp).replace(/[-0-9]/g, (c) => SUPERSCRIPT[c]);
   return `${m} × 10${sup}`;
 }
+
+// How a model knows the order of its tokens, in words (the server's `positional`).
+const POSITION_NAMES = { rope: "RoPE", learned: "learned positions", none: "no positional encoding" };
+export const positionName = (positional) => POSITION_NAMES[positional] ?? positional;

@@ -8,15 +8,16 @@ import { loadPlotly } from "../lib/plot.js";
 import * as store from "../lib/store.js";
 import { setModels } from "./position/lab.js";
 import * as permutation from "./position/permutation.js";
+import * as probe from "./position/probe.js";
 import * as ropeClock from "./position/rope_clock.js";
 import * as stretch from "./position/stretch.js";
 import * as wordOrder from "./position/word_order.js";
 
 const PARTS = [permutation, wordOrder, ropeClock];
 
-// The stretching curves are not in PARTS: they load when their panel comes into view (expensive the
-// first time), never in the first paint that `ready` waits for.
-window.addEventListener("atlas:presenter", () => [...PARTS, stretch].forEach((part) => part.draw()));
+// The stretching curves and the position probe are not in PARTS: they load when their panel comes into
+// view (expensive the first time), never in the first paint that `ready` waits for.
+window.addEventListener("atlas:presenter", () => [...PARTS, stretch, probe].forEach((part) => part.draw()));
 
 async function init() {
   try {
@@ -27,6 +28,7 @@ async function init() {
   }
   for (const part of PARTS) part.mount();
   stretch.mount();
+  probe.mount();
   // Listen only after mounting: a part filling in its defaults (the example prompt) must not start a
   // load of its own before the one below, or every request of the first paint goes out twice.
   store.subscribe((st, changed) => {

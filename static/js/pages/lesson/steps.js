@@ -6,7 +6,7 @@
 
 import * as api from "../../lib/api.js";
 import { el } from "../../lib/dom.js";
-import { fmtBytes, fmtInt, fmtMeasured } from "../../lib/format.js";
+import { fmtBytes, fmtInt, fmtMeasured, positionName } from "../../lib/format.js";
 import { renderClock } from "../../views/ropeclock.js";
 import { renderScore } from "../../views/score.js";
 
@@ -155,9 +155,14 @@ async function position(ctx) {
       "Attention is a weighted sum, and sums do not care about order. We shuffle the prompt's tokens and put the " +
         "attention back in the original order (no causal mask, so every token sees every other).",
       `Without position information the head's attention changes by at most ${fmtMeasured(off.head_max_diff)}: only rounding. ` +
-        `With it (${p.positional === "rope" ? "RoPE" : "learned position vectors"}) it changes by up to ${fmtMeasured(on.head_max_diff)}.`,
-      `So without position, “${a}” and “${b}” predict the same next token (largest difference ${fmtMeasured(woff.next.max_diff)}); ` +
-        `with it, their predictions differ by up to ${fmtMeasured(won.next.max_diff)}.`,
+        (p.positional === "none"
+          ? `This model has no position information to turn on (${positionName(p.positional)}), so “position on” changes nothing either: up to ${fmtMeasured(on.head_max_diff)}.`
+          : `With it (${p.positional === "rope" ? "RoPE" : "learned position vectors"}) it changes by up to ${fmtMeasured(on.head_max_diff)}.`),
+      p.positional === "none"
+        ? `So without the mask, “${a}” and “${b}” predict the same next token whatever the switch says (largest difference ` +
+          `${fmtMeasured(won.next.max_diff)}): only the causal mask can tell them apart here, and the position lab turns it on.`
+        : `So without position, “${a}” and “${b}” predict the same next token (largest difference ${fmtMeasured(woff.next.max_diff)}); ` +
+          `with it, their predictions differ by up to ${fmtMeasured(won.next.max_diff)}.`,
     ],
     view,
     tryThis: ["Swap two words yourself in the position lab.", link(`/position${q({ prompt: ctx.prompt, model: ctx.model })}`, "Open the position lab")],
@@ -167,6 +172,14 @@ async function position(ctx) {
 async function rope(ctx) {
   const r = await api.rope({ model: ctx.model || null });
   const view = el("div", "lesson-rope");
+  if (!r.clock && !r.learned) {
+    return {
+      title: "No positional encoding: no clock and no table",
+      lead: [r.message, "Only the causal mask tells its tokens apart by order: token i sees i + 1 tokens. The position lab measures how much of the order that gives back."],
+      view,
+      tryThis: ["Probe where this model keeps position in the position lab.", link(`/position${q({ model: ctx.model })}`, "Open the position lab")],
+    };
+  }
   if (!r.clock) {
     const L = r.learned;
     view.append(facts([["learned position vectors", `${fmtInt(L.positions.length)} shown`],

@@ -3,6 +3,7 @@
 
 import * as api from "../../lib/api.js";
 import { byId, debounce } from "../../lib/dom.js";
+import { positionName } from "../../lib/format.js";
 import * as store from "../../lib/store.js";
 import { DIVERGING_CSS, diffRange, renderPermutationColumn, sci } from "../../views/permutation.js";
 import { markTokens, renderTokens } from "../../views/tokens.js";
@@ -82,7 +83,7 @@ export function draw() {
       `causal mask ${causal ? "on" : "off"}. Each map: rows are the token looking, columns the token looked at.`;
   ui.causalNote.textContent = data.causal_note;
   ui.causalNote.hidden = !causal;
-  document.querySelector("#perm-on .positional").textContent = data.positional === "rope" ? "RoPE" : "learned";
+  document.querySelector("#perm-on .positional").textContent = data.positional === "learned" ? "learned" : positionName(data.positional);
   const mapPx = Math.min(240, Math.floor((ui.cols.false.clientWidth - 40 - ROW_LABELS_PX) / 3));
   const conds = [false, true].map((p) => data.conditions.find((c) => c.position === p && c.causal === causal));
   const range = diffRange(conds);

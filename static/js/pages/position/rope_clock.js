@@ -1,5 +1,6 @@
 // The RoPE clock: each pair of dimensions turns at its own speed as the position grows; the score of a
-// query and a key depends only on their offset. A GPT-2-style model shows its learned position vectors.
+// query and a key depends only on their offset. A GPT-2-style model shows its learned position vectors;
+// a model with no positional encoding has neither, and the panel says so.
 
 import * as api from "../../lib/api.js";
 import { byId } from "../../lib/dom.js";
@@ -45,6 +46,12 @@ let clockIndex = 0;
 let playTimer = null;
 const fetchRope = requester(ui.error);
 
+const TITLES = {
+  rope: "RoPE: a clock with many hands",
+  learned: "Learned positions: a vector per position, no clock",
+  none: "No positional encoding: no clock and no table",
+};
+
 const scaleFor = (index) => modelInfo().rope_scale * 2 ** index;
 
 // The other kind of position, when the server has a model with it (the bundled classroom-gpt2 twin
@@ -72,9 +79,10 @@ export async function load() {
   ui.message.textContent = data.message;
   const learned = data.positional === "learned";
   offerComparison(learned);
-  ui.title.textContent = learned ? "Learned positions: a vector per position, no clock" : "RoPE: a clock with many hands";
-  ui.body.hidden = learned;
+  ui.title.textContent = TITLES[data.positional];
+  ui.body.hidden = data.positional !== "rope";
   ui.learnedBody.hidden = !learned;
+  if (!data.clock && !learned) return;
   if (learned) {
     await renderLearned(ui.learnedSim, ui.learnedPca, data.learned);
     return;

@@ -55,7 +55,9 @@ export function draw() {
   if (!data) return;
   ui.title.textContent = data.applies
     ? "RoPE stretched: reading past the training length"
-    : "Past the training length: a learned table has no row to read";
+    : data.positional === "learned"
+      ? "Past the training length: a learned table has no row to read"
+      : "Past the training length: no positions to stretch";
   ui.message.textContent = data.message;
   ui.sentence.textContent = data.sentence;
   ui.plot.hidden = !data.applies;
@@ -69,7 +71,8 @@ export function draw() {
       .catch((e) => showError(ui.error, `The chart could not be drawn: ${e.message}`));
   } else {
     ui.status.textContent = "";
-    renderNoTable(ui.table, data);
+    ui.table.hidden = data.positional !== "learned";
+    if (data.positional === "learned") renderNoTable(ui.table, data);
     ui.panel.dataset.ready = "1";
   }
 }

@@ -3,6 +3,7 @@
 
 import * as api from "../../lib/api.js";
 import { byId, debounce } from "../../lib/dom.js";
+import { positionName } from "../../lib/format.js";
 import * as store from "../../lib/store.js";
 import { renderTokens } from "../../views/tokens.js";
 import { renderOrderColumn } from "../../views/wordorder.js";
@@ -39,7 +40,7 @@ export function draw() {
   renderTokens(ui.tokens, data.tokens_a, { selected: data.focus, onSelect: (i) => store.set({ focus: i }) });
   for (const position of [false, true]) {
     const cond = data.conditions.find((c) => c.position === position && c.causal === causal);
-    const name = data.positional === "rope" ? "RoPE" : "learned positions";
+    const name = positionName(data.positional);
     renderOrderColumn(ui.cols[position], cond, data, { title: position ? `Position on (${name})` : "Position off" });
   }
   ui.causalNote.textContent = data.notes.causal;
