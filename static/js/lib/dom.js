@@ -48,3 +48,14 @@ export function debounce(fn, ms) {
     timer = setTimeout(() => fn(...args), ms);
   };
 }
+
+// Runs fn once, the first time el comes into view: for panels whose data is expensive the first time,
+// so a part of the page nobody scrolls to costs the server nothing.
+export function onFirstSight(el, fn) {
+  new IntersectionObserver((entries, observer) => {
+    if (entries.some((e) => e.isIntersecting)) {
+      observer.disconnect();
+      fn();
+    }
+  }).observe(el);
+}

@@ -4,7 +4,7 @@
 // panel comes into view, one model after another, and again if the server says it is busy.
 
 import * as api from "../../lib/api.js";
-import { byId, showError } from "../../lib/dom.js";
+import { byId, onFirstSight, showError } from "../../lib/dom.js";
 import { positionName } from "../../lib/format.js";
 import * as store from "../../lib/store.js";
 import { MODEL_COLORS, renderProbe, renderProbeTable } from "../../views/probe.js";
@@ -111,11 +111,8 @@ export function draw() {
 export function mount() {
   chosen = defaults();
   renderChoices();
-  new IntersectionObserver((entries, observer) => {
-    if (entries.some((e) => e.isIntersecting)) {
-      seen = true;
-      observer.disconnect();
-      load();
-    }
-  }).observe(ui.panel);
+  onFirstSight(ui.panel, () => {
+    seen = true;
+    load();
+  });
 }

@@ -3,7 +3,7 @@
 // the panel comes into view, and fetched again if the server says another computation is running.
 
 import * as api from "../../lib/api.js";
-import { byId, showError } from "../../lib/dom.js";
+import { byId, onFirstSight, showError } from "../../lib/dom.js";
 import * as store from "../../lib/store.js";
 import { renderNoTable, renderStretch } from "../../views/stretch.js";
 
@@ -85,11 +85,8 @@ export function onChange(st, changed) {
 }
 
 export function mount() {
-  new IntersectionObserver((entries, observer) => {
-    if (entries.some((e) => e.isIntersecting)) {
-      seen = true;
-      observer.disconnect();
-      load();
-    }
-  }).observe(ui.panel);
+  onFirstSight(ui.panel, () => {
+    seen = true;
+    load();
+  });
 }
