@@ -260,7 +260,25 @@ def hint_text(r: dict) -> str:
         "attend to the previous token (`training/hint.py` says why: with RoPE the induction circuit "
         "needs a previous-token head in an early layer and does not find one on its own in this budget). "
         "No head was asked to do induction; after the hint the loss is next-token prediction only."
+        + scaffold_text(r)
     )
+
+
+def scaffold_text(r: dict) -> str:
+    """The recipe's other training-only knobs, which change what each head learns from, never the forward
+    of the shipped model."""
+    text = ""
+    if r.get("hint_dropout"):
+        text += (f" After the hint, head {HINTED} was knocked out on {r['hint_dropout']:.0%} of the rows of every "
+                 "step (chosen at random), so the copy loss on those rows could only fall if another head brought "
+                 "the previous token, learned without any hint.")  # fmt: skip
+    n_free = r.get("copy_free_heads", 0)
+    if n_free:
+        which = "the last head of each K/V group" if r.get("copy_free_spread") else f"the last {n_free} heads"
+        text += (f" On rows holding a copy episode, {which} of every layer from layer "
+                 f"{r.get('copy_free_first_layer', 0)} up ran but got no gradient (`training/free_heads.py`), so "
+                 "they learned from real text alone.")  # fmt: skip
+    return text
 
 
 def short_text(r: dict) -> str:

@@ -21,7 +21,7 @@ import math
 import torch
 
 from model.config import ModelConfig
-from model.hooks import act_name
+from model.hooks import HookPoint, Run, act_name
 from model.transformer import causal_mask
 
 HINTED_HEAD = (0, 0)  # (layer, head) the training script hints; the model card names it
@@ -45,3 +45,27 @@ class PreviousTokenHint:
             scores.masked_fill(causal_mask(scores.shape[-1], scores.device), float("-inf")), -1
         )
         return -logp[:, 1:, :].diagonal(dim1=1, dim2=2).mean()
+
+
+def drop_hinted_head(
+    run: Run, rows: torch.Tensor, layer: int = HINTED_HEAD[0], head: int = HINTED_HEAD[1]
+) -> Run:
+    """Add to `run` a hook that knocks the hinted head out (its output z set to 0) on the rows where
+    `rows` (B,) is True.
+
+    Why: once the hint has placed the previous token in L0H0, the induction heads read it and no other
+    head is asked for the job, so no previous-token head is learned without the hint (training_log.md,
+    sessions 9-10). With the hinted head missing from some rows after the hint stops, the copy loss on those
+    rows can only fall if another head brings the previous token, learned from the loss alone: the same
+    pressure dropout puts on any single unit. At evaluation and in the app every head runs."""
+    if not bool(rows.any()):
+        return run
+    keep = (~rows).view(-1, 1, 1)
+
+    def knock_out(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
+        z = z.clone()
+        z[:, :, head] = z[:, :, head] * keep.to(z.device, z.dtype)
+        return z
+
+    run.add_hook(act_name("z", layer), knock_out)
+    return run

@@ -55,6 +55,8 @@ class Recipe:
     copy_free_spread: bool = False  # True: the last of each K/V group instead of the layer's last heads
     hint_steps: int = 300  # previous-token hint on layer 0 head 0 (training/hint.py) for these steps
     hint_weight: float = 1.0
+    hint_dropout: float = 0.0  # after the hint, the hinted head is knocked out on this share of rows, so the
+    # copy circuit needs a second previous-token head, one the hint never touched (training/hint.py)
     eval_every: int = 150
     compile: bool = False  # measured: no faster on this CPU, and 100 s to compile
     bf16_autocast: bool = False  # measured on this 2-core AMD EPYC (no AVX512-BF16): bf16 matmuls

@@ -37,7 +37,7 @@ from . import corpus
 from .card import evaluate, write_card
 from .data import Batches, load_corpus, token_cache, tokenize_corpus
 from .free_heads import free_copy_heads
-from .hint import PreviousTokenHint
+from .hint import PreviousTokenHint, drop_hinted_head
 from .recipe import RECIPES, Recipe
 
 __all__ = ["RECIPES", "Recipe", "main", "train"]
@@ -129,6 +129,8 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     tokens_seen = 0
     t_train = time.time()
     hint = PreviousTokenHint(net.cfg) if r.hint_steps else None
+    # Its own generator, so the batches are the same draws with and without hint_dropout.
+    dropout_rng = torch.Generator().manual_seed(r.seed + 1)
     bar = tqdm(range(r.steps), desc="train", mininterval=5)
     for step in bar:
         hinted = step < r.hint_steps
@@ -143,6 +145,8 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
         free_copy_heads(
             run, net.cfg, r.copy_free_heads, batches.copy_rows, r.copy_free_first_layer, r.copy_free_spread
         )
+        if r.hint_dropout and r.hint_steps and not hinted:
+            drop_hinted_head(run, torch.rand(x.shape[0], generator=dropout_rng) < r.hint_dropout)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=r.bf16_autocast):
             logits = fwd(x, run)
         loss = masked_loss(logits, y, m)

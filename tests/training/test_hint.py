@@ -4,7 +4,7 @@ import torch
 
 from model import Run, act_name
 from tests.tiny import tiny_model
-from training.hint import PreviousTokenHint
+from training.hint import PreviousTokenHint, drop_hinted_head
 
 PATTERN0 = act_name("pattern", 0)
 
@@ -45,3 +45,19 @@ def test_hint_trains_a_previous_token_head_and_leaves_the_forward_unchanged():
     p = run.cache[PATTERN0][:, 0]
     i = torch.arange(1, 24)
     assert p[:, i, i - 1].mean() > 0.9 > torch.exp(torch.tensor(-first))
+
+
+def test_hint_dropout_knocks_the_hinted_head_out_on_the_chosen_rows_only():
+    net = tiny_model()
+    idx = torch.randint(0, 300, (4, 16), generator=torch.Generator().manual_seed(2))
+    rows = torch.tensor([True, False, False, True])
+    dropped = net(idx, drop_hinted_head(Run(impl="sdpa"), rows, layer=0, head=1))
+    intact = net(idx, Run(impl="sdpa"))
+    # The same head removed another way: its slice of layer 0's output projection set to zero.
+    hd = net.cfg.hd
+    with torch.no_grad():
+        net.blocks[0].attn.o_proj.weight[:, hd : 2 * hd] = 0
+    without_head = net(idx, Run(impl="sdpa"))
+    torch.testing.assert_close(dropped[rows], without_head[rows])
+    torch.testing.assert_close(dropped[~rows], intact[~rows])
+    assert (intact[rows] - without_head[rows]).abs().max() > 1e-3  # the head mattered: a real check
