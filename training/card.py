@@ -260,7 +260,6 @@ def hint_text(r: dict) -> str:
         "attend to the previous token (`training/hint.py` says why: with RoPE the induction circuit "
         "needs a previous-token head in an early layer and does not find one on its own in this budget). "
         "No head was asked to do induction; after the hint the loss is next-token prediction only."
-        + scaffold_text(r)
     )
 
 
@@ -431,7 +430,7 @@ repeats), the rest a chunk of real text repeated twice.
 
 ## Training
 {tr["tokens_seen"]:,} tokens seen in {r["steps"]} steps. {short_text(r)} After that, rows of
-{r["batch"]} x {r["seq"]} tokens as above. {hint_text(r)} AdamW
+{r["batch"]} x {r["seq"]} tokens as above. {hint_text(r)}{scaffold_text(r)} AdamW
 (lr {r["lr"]:g} → {r["min_lr"]:g}, warmup {r["warmup"]}, cosine, weight decay {r["weight_decay"]}),
 {"bf16 autocast" if r.get("bf16_autocast", True) else "float32"} on CPU; {tr["train_minutes"]} min of training at
 {tr["tokens_per_second"]:,} tokens/s{total_text(tr)}; {corpus_text(tr)}

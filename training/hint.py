@@ -21,7 +21,7 @@ import math
 import torch
 
 from model.config import ModelConfig
-from model.hooks import HookPoint, Run, act_name
+from model.hooks import HookPoint, Run, ablate_heads, act_name
 from model.transformer import causal_mask
 
 HINTED_HEAD = (0, 0)  # (layer, head) the training script hints; the model card names it
@@ -60,12 +60,11 @@ def drop_hinted_head(
     pressure dropout puts on any single unit. At evaluation and in the app every head runs."""
     if not bool(rows.any()):
         return run
-    keep = (~rows).view(-1, 1, 1)
+    zero_head = ablate_heads([head], "zero")  # the app's knock-out, on the chosen rows only
+    chosen = rows.view(-1, 1, 1, 1)
 
     def knock_out(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
-        z = z.clone()
-        z[:, :, head] = z[:, :, head] * keep.to(z.device, z.dtype)
-        return z
+        return torch.where(chosen.to(z.device), zero_head(z, hook), z)
 
     run.add_hook(act_name("z", layer), knock_out)
     return run
