@@ -309,9 +309,26 @@ def total_text(tr: dict) -> str:
 
 def corpus_text(tr: dict) -> str:
     minutes = tr.get("corpus_minutes")  # None: this run found them cached
+    what = "the corpus" if tr.get("tokenizer") == "shared" else "the corpus and tokenizer"
     if minutes is None:
-        return "the corpus and tokenizer were already built (cached by an earlier run), so not in that time."
-    return f"{minutes} min of that built the corpus and trained the tokenizer."
+        return f"{what} were already built (cached by an earlier run), so not in that time."
+    return f"{minutes} min of that built {what}."
+
+
+def tokenizer_source(tr: dict) -> str:
+    """Where the tokenizer came from (a run before the shared tokenizer trained its own on the corpus)."""
+    if tr.get("tokenizer") == "shared":
+        return ("The tokenizer is the file every shipped classroom model shares (this run read the corpus "
+                "with it, so its ids mean the same words as theirs).")  # fmt: skip
+    return "The tokenizer was trained on the corpus by this run (`training/vocab.py` says how)."
+
+
+def corpus_size_text(tr: dict) -> str:
+    chars = tr.get("corpus_chars")  # None: a run before the corpus size was recorded
+    if not chars:
+        return ""
+    sizes = ", ".join(f"{p} {n / 1e6:.2f}M" for p, n in chars.items())
+    return f"This run's corpus, in characters: {sizes}."
 
 
 def copy_schedule(r: dict) -> str:
@@ -417,12 +434,14 @@ recomputes them.
 ## Tokenizer
 {tok.get("top_words_single", 1.0):.1%} of the corpus's {tok.get("top_words", 1000):,} most frequent words (after a space) are one
 token; words of the class demos split: {", ".join(repr(w) for w in tok["preset_words_split"]) or "none"}.
+{tokenizer_source(tr)}
 
 ## Data
 | part | source | licence |
 |---|---|---|
 {data_rows}
 
+{corpus_size_text(tr)}
 Training rows mix these parts (weights {json.dumps(NATURAL_WEIGHTS)}) with copy data: a share of rows
 ({copy_schedule(r)}) is filled with episodes of {r["span_min"]}-{r["span_max"]} tokens repeated inside the row:
 {r["random_span_share"]:.0%} of them uniformly random token ids repeated 2-{r["repeats_max"]} times (loss only on the
@@ -505,7 +524,7 @@ def refresh(folder: Path, corpus_dir: Path) -> None:
         training = read_figures(lm.card)["training"]
     else:  # the run stopped before writing its card: its record, saved beside the corpus
         training = json.loads((corpus_dir / f"{folder.name}.training.json").read_text())
-    _, _, val_streams = tokenize_corpus(corpus_dir, lm.config.vocab_size)
+    _, val_streams = tokenize_corpus(corpus_dir, lm.tokenizer)
     figures = evaluate(lm, val_streams, corpus_dir)
     figures["training"] = training
     write_card(folder, lm, figures)

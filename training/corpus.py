@@ -115,16 +115,51 @@ def bible_documents() -> list[str]:
     """One document per chapter, verse numbers dropped."""
     out = subprocess.run(["diatheke", "-b", BIBLE_MODULE, "-f", "plain", "-k", "Gen 1:1 - Rev 22:21"],
                          check=True, capture_output=True, text=True).stdout  # fmt: skip
+    return [re.sub(r"\s+", " ", " ".join(v)) for v in bible_chapters(out).values()]
+
+
+# A verse line: "Genesis 1:1: In the ...", "  IV Maccabees 18:24: To ..." (chapter, verse, text).
+VERSE = re.compile(r"^\s*(\S.*? \d+):(\d+): ?(.*)$")
+TITLED_BOOKS = ("Psalms ", "Additional Psalm ")  # where a chapter's first verse has a title before it
+MARKUP = re.compile(r"<title[^>]*>.*?</title>|<[^>]*>")  # a leaked OSIS title goes whole
+
+
+def bible_chapters(plain: str) -> dict[str, list[str]]:
+    """Chapter ("Psalms 3") -> its lines of text, from diatheke's plain output of one long range.
+
+    Over a long range diatheke 4.8 leaks state: from Psalm 3 on it indents every verse line, and it
+    prints the last psalm title it met again before every later verse ("A praise psalm by David."
+    11,559 times, Psalm 151's title before every verse of the New Testament), sometimes as raw OSIS
+    markup. So a verse line is one whose reference matches `VERSE` with or without the indent, and the
+    lines after it continue the verse (poetry, even after blank lines). In the psalms, the lines after a
+    blank line and right before a first verse are the psalm's title, kept the first time it is seen;
+    a line equal to a title seen before is a leaked copy and is dropped (so a psalm whose title repeats
+    an earlier one, "A Song of Ascents.", loses it)."""
     chapters: dict[str, list[str]] = {}
-    current = None
-    for line in out.splitlines():
-        m = re.match(r"^((?:[1-3I]+ )?[A-Z][A-Za-z ]+ \d+):\d+: ?(.*)$", line)
-        if m:
-            current = chapters.setdefault(m.group(1), [])
-            line = m.group(2)
-        if current is not None and line.strip() and line.strip() != f"({BIBLE_MODULE})":
-            current.append(line.strip())  # poetry continues a verse on the following lines
-    return [re.sub(r"\s+", " ", " ".join(v)) for v in chapters.values()]
+    current: list[str] = []
+    pending: list[str] = []  # the lines since the last blank line: a title if a first verse follows
+    titles: set[str] = set()
+    for raw in plain.splitlines():
+        line = MARKUP.sub("", raw).strip()
+        m = VERSE.match(line)
+        if m is None:
+            if not line:
+                current += pending
+                pending = []
+            elif line not in titles and line != f"({BIBLE_MODULE})":
+                pending.append(line)
+            continue
+        psalm = m.group(1).startswith(TITLED_BOOKS)
+        title = [" ".join(pending)] if psalm and m.group(2) == "1" and pending else []
+        titles.update(title)
+        current += [] if title else pending
+        current = chapters.setdefault(m.group(1), [])
+        current += title
+        pending = []
+        if m.group(3).strip():
+            current.append(m.group(3).strip())
+    current += pending
+    return chapters
 
 
 # ---------------------------------------------------------------- writing

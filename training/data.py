@@ -1,4 +1,4 @@
-"""What the model reads: the corpus mixture, the tokenizer trained on it, and the training batches.
+"""What the model reads: the corpus mixture, the tokenizer and token streams, and the training batches.
 
 `card.py` (which states the mixture and re-reads the held-out streams) and `train.py` both import
 from here, so neither needs the other.
@@ -6,6 +6,7 @@ from here, so neither needs the other.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
+from model.loading import bundled_path
 from model.tokenizer import Tokenizer
 
 from . import corpus, vocab
@@ -43,30 +45,39 @@ def token_stream(tok: Tokenizer, docs: list[str]) -> np.ndarray:
     return np.asarray(out, dtype=np.int32)
 
 
-def token_cache(corpus_dir: Path, vocab_size: int) -> Path:
-    """Where `tokenize_corpus` keeps the tokenizer and token streams."""
-    return corpus_dir / f"tokens-{vocab_size}-words"
+SHARED_TOKENIZER = bundled_path("classroom") / "tokenizer.json"  # every shipped model's tokenizer
 
 
-def tokenize_corpus(corpus_dir: Path, vocab_size: int):
-    """Tokenizer and token streams, cached next to the corpus (both are deterministic)."""
-    cache = token_cache(corpus_dir, vocab_size)
-    if (cache / "tokenizer.json").exists():
-        tok = Tokenizer.from_file(cache / "tokenizer.json")
-        data = np.load(cache / "streams.npz")
-        streams = {p: data[f"train_{p}"] for p in corpus.PARTS}
-        return tok, streams, {p: data[f"val_{p}"] for p in corpus.PARTS}
-    train_docs = {p: corpus.read_part(corpus_dir, p, "train") for p in corpus.PARTS}
-    val_docs = {p: corpus.read_part(corpus_dir, p, "val") for p in corpus.PARTS}
-    docs = [d for p in corpus.PARTS for d in train_docs[p]]
+def corpus_tokenizer(corpus_dir: Path, vocab_size: int) -> Tokenizer:
+    """A new tokenizer trained on the corpus and the vocabulary supplement (how SHARED_TOKENIZER was made),
+    cached next to the corpus it was trained on."""
+    cache = corpus_dir / f"tokenizer-{vocab_size}-{corpus_digest(corpus_dir)}.json"
+    if cache.exists():
+        return Tokenizer.from_file(cache)
+    docs = [d for p in corpus.PARTS for d in corpus.read_part(corpus_dir, p, "train")]
     tok = train_tokenizer(docs + vocab.supplement(docs), vocab_size)
-    streams = {p: token_stream(tok, train_docs[p]) for p in corpus.PARTS}
-    val_streams = {p: token_stream(tok, val_docs[p]) for p in corpus.PARTS}
-    cache.mkdir(parents=True, exist_ok=True)
-    tok.hf.save(str(cache / "tokenizer.json"))
-    np.savez(cache / "streams.npz", **{f"train_{p}": s for p, s in streams.items()},
+    tok.hf.save(str(cache))
+    return tok
+
+
+def corpus_digest(corpus_dir: Path) -> str:
+    """Changes whenever the corpus is rebuilt differently (its manifest counts every part's characters)."""
+    return hashlib.sha256((corpus_dir / "manifest.json").read_bytes()).hexdigest()[:10]
+
+
+def tokenize_corpus(corpus_dir: Path, tok: Tokenizer):
+    """The train and validation token streams of every part under `tok`, cached next to the corpus under
+    a name made of the corpus's and the tokenizer's digests, so neither can be stale."""
+    tok_digest = hashlib.sha256(tok.hf.to_str().encode()).hexdigest()[:10]
+    cache = corpus_dir / f"streams-{corpus_digest(corpus_dir)}-{tok_digest}.npz"
+    if cache.exists():
+        data = np.load(cache)
+        return ({p: data[f"train_{p}"] for p in corpus.PARTS}, {p: data[f"val_{p}"] for p in corpus.PARTS})
+    streams = {p: token_stream(tok, corpus.read_part(corpus_dir, p, "train")) for p in corpus.PARTS}
+    val_streams = {p: token_stream(tok, corpus.read_part(corpus_dir, p, "val")) for p in corpus.PARTS}
+    np.savez(cache, **{f"train_{p}": s for p, s in streams.items()},
              **{f"val_{p}": s for p, s in val_streams.items()})  # fmt: skip
-    return tok, streams, val_streams
+    return streams, val_streams
 
 
 def load_corpus(folder: Path, seed: int) -> None:

@@ -3,7 +3,8 @@
     python -m training.train                      # the shipped recipe (seeded)
     python -m training.train --steps 600 --out runs/try   # a short experiment
 
-Builds the corpus (`training/corpus.py`) if it is missing, trains a byte-level BPE tokenizer on it,
+Builds the corpus (`training/corpus.py`) if it is missing, reads it with the tokenizer every shipped
+model shares (`--new-tokenizer`: a byte-level BPE trained on this corpus instead, how that one was made),
 then trains a Llama-style transformer with AdamW, warmup + cosine decay, bf16 autocast on CPU.
 The first `short_steps` train on short rows of one random span repeated (loss on the repeats), with
 a previous-token hint on one layer-0 head (`training/hint.py`): that is where the induction head
@@ -31,11 +32,12 @@ from model.config import ModelConfig
 from model.hooks import Run
 from model.lm import LanguageModel
 from model.loading import CHECKPOINTS, load, save
+from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 
 from . import corpus
 from .card import evaluate, write_card
-from .data import Batches, load_corpus, token_cache, tokenize_corpus
+from .data import SHARED_TOKENIZER, Batches, corpus_tokenizer, load_corpus, tokenize_corpus
 from .free_heads import free_copy_heads
 from .hint import PreviousTokenHint, drop_hinted_head
 from .recipe import RECIPES, Recipe
@@ -98,18 +100,28 @@ def main() -> None:
     ap.add_argument(
         "--threads", type=int, default=2, help="2 on a quiet 2-core machine; 1 if other jobs share it"
     )
+    ap.add_argument("--new-tokenizer", action="store_true",
+                    help="train a tokenizer on the corpus instead of reading it with the shipped models' one")  # fmt: skip
     args = ap.parse_args()
     r = Recipe(**{k: getattr(args, k) for k in vars(defaults)})
     torch.set_num_threads(args.threads)
-    train(r, args.corpus, args.out or CHECKPOINTS / r.name)
+    train(r, args.corpus, args.out or CHECKPOINTS / r.name, new_tokenizer=args.new_tokenizer)
 
 
-def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
+def train(r: Recipe, corpus_dir: Path, out: Path, new_tokenizer: bool = False) -> None:
+    """`new_tokenizer`: train one on the corpus; otherwise the shipped models' tokenizer, so the model this
+    trains shares it with them (and a twin trained later shares it with this one)."""
     t_start = time.time()
     torch.manual_seed(r.seed)
-    corpus_cached = (token_cache(corpus_dir, r.vocab_size) / "tokenizer.json").exists()
+    corpus_cached = (corpus_dir / "manifest.json").exists()
     load_corpus(corpus_dir, r.seed)
-    tok, streams, val_streams = tokenize_corpus(corpus_dir, r.vocab_size)
+    shared = not new_tokenizer and SHARED_TOKENIZER.exists()
+    tok = Tokenizer.from_file(SHARED_TOKENIZER) if shared else corpus_tokenizer(corpus_dir, r.vocab_size)
+    if tok.vocab_size != r.vocab_size:
+        raise SystemExit(f"the shared tokenizer has {tok.vocab_size} tokens, the recipe asks for "
+                         f"{r.vocab_size}: pass --new-tokenizer to train one of that size")  # fmt: skip
+    streams, val_streams = tokenize_corpus(corpus_dir, tok)
+    manifest = json.loads((corpus_dir / "manifest.json").read_text())
     corpus_minutes = round((time.time() - t_start) / 60, 2)
     print("train tokens:", {p: len(s) for p, s in streams.items()}, f"({time.time() - t_start:.0f}s)")
 
@@ -173,7 +185,9 @@ def train(r: Recipe, corpus_dir: Path, out: Path) -> None:
     save(net, tok, out, card=None, dtype=r.store_dtype)
     record = {"recipe": vars(r), "tokens_seen": tokens_seen, "train_minutes": round(train_seconds / 60, 1),
               "tokens_per_second": round(tokens_seen / train_seconds),
-              "corpus_minutes": None if corpus_cached else corpus_minutes, "history": history}  # fmt: skip
+              "corpus_minutes": None if corpus_cached else corpus_minutes,
+              "tokenizer": "shared" if shared else "trained on the corpus",
+              "corpus_chars": {p: v["chars"] for p, v in manifest["parts"].items()}, "history": history}  # fmt: skip
     # Kept beside the corpus (ignored by git) so `python -m training.card` can rewrite the card later.
     (corpus_dir / f"{out.name}.training.json").write_text(json.dumps(record))
     # Evaluated on the stored weights (rounded to store_dtype), loaded as the app loads them.
