@@ -22,13 +22,13 @@ import torch
 from model.lm import LanguageModel
 
 from ..predict import kl_divergence
+from .evidence_prose import EVIDENCE_PROSE
 from .probes import (
     INDUCTION_SEEDS,
     NAME_TASKS,
     copy_losses,
     induction_probe,
     name_sentences,
-    prose_ids,
     repeat_length,
 )
 
@@ -111,11 +111,16 @@ def repeat_losses(lm: LanguageModel, heads: Sequence[Head] = (), mode: str = "ze
 
 @torch.inference_mode()
 def prose_loss(lm: LanguageModel, heads: Sequence[Head] = ()) -> float:
-    """Mean next-token loss on the prose probe, in nats."""
-    ids = prose_ids(lm)
-    logits = lm.logits(ids, ablate=list(heads))
-    target = torch.tensor(ids[1:], device=logits.device)
-    return torch.nn.functional.cross_entropy(logits[:-1].float(), target).item()
+    """Mean next-token loss over every token of EVIDENCE_PROSE's paragraphs, in nats (each paragraph its
+    own sequence, cut to the context)."""
+    total, count = 0.0, 0
+    for text in EVIDENCE_PROSE:
+        ids = lm.encode(text)[: lm.config.context_length]
+        logits = lm.logits(ids, ablate=list(heads))
+        target = torch.tensor(ids[1:], device=logits.device)
+        total += torch.nn.functional.cross_entropy(logits[:-1].float(), target, reduction="sum").item()
+        count += len(ids) - 1
+    return total / count
 
 
 @torch.inference_mode()
@@ -149,7 +154,7 @@ BEHAVIOURS = {
     for b in (
         Behaviour("copy", "the loss on the second copy of repeated random tokens", "nats", 0.5,
                   lambda lm, heads: repeat_losses(lm, heads)[1]),
-        Behaviour("prose", "the loss on ordinary sentences", "nats", 0.05, prose_loss),
+        Behaviour("prose", "the loss on six short paragraphs of ordinary English", "nats", 0.05, prose_loss),
         Behaviour("names", "how much more the model expects the right name than the wrong one "
                   "after a pronoun", "logits", 0.5, lambda lm, heads: -name_margin(lm, heads)),
     )
