@@ -180,7 +180,7 @@ BAR_TEXT = {
 
 
 NOPE_TWIN = (
-    "The no-position twin of the `classroom` model: the same script, data, tokenizer, size, schedule and "
+    "The no-position twin of the `classroom` model: the same script, sources, tokenizer, size, schedule and "
     "Llama-style block with RoPE taken out, and no hint (a layer-0 head with no position cannot single out the "
     "previous token). It ships for the Position page: its only source of order is the causal mask, and the "
     "position probe below measures how much order that gives back.\n\n"
@@ -309,10 +309,10 @@ def total_text(tr: dict) -> str:
 
 def corpus_text(tr: dict) -> str:
     minutes = tr.get("corpus_minutes")  # None: this run found them cached
-    what = "the corpus" if tr.get("tokenizer") == "shared" else "the corpus and tokenizer"
+    what = "the corpus was" if tr.get("tokenizer") == "shared" else "the corpus and tokenizer were"
     if minutes is None:
-        return f"{what} were already built (cached by an earlier run), so not in that time."
-    return f"{minutes} min of that built {what}."
+        return f"{what} already built (cached by an earlier run), so not in that time."
+    return f"{minutes} min of that built {what.rsplit(' ', 1)[0]}."
 
 
 def tokenizer_source(tr: dict) -> str:
@@ -320,13 +320,15 @@ def tokenizer_source(tr: dict) -> str:
     if tr.get("tokenizer") == "shared":
         return ("The tokenizer is the file every shipped classroom model shares (this run read the corpus "
                 "with it, so its ids mean the same words as theirs).")  # fmt: skip
-    return "The tokenizer was trained on the corpus by this run (`training/vocab.py` says how)."
+    return "The tokenizer was trained on the corpus (`training/vocab.py` says how)."
 
 
 def corpus_size_text(tr: dict) -> str:
-    chars = tr.get("corpus_chars")  # None: a run before the corpus size was recorded
+    chars = tr.get("corpus_chars")  # None: a run before session 13, which also predates the Bible fix
     if not chars:
-        return ""
+        return ("This run read the corpus as built before the Bible fix of session 13: most of the Bible "
+                "part was then one document with its verse references and a psalm title before every "
+                "verse left in (training_log.md, session 13). The other parts were the same.")  # fmt: skip
     sizes = ", ".join(f"{p} {n / 1e6:.2f}M" for p, n in chars.items())
     return f"This run's corpus, in characters: {sizes}."
 
@@ -407,7 +409,7 @@ def write_card(out: Path, lm: LanguageModel, figures: dict) -> None:
     tok, atlas = figures["tokenizer"], figures["atlas"]
     title = "The classroom model" if cfg.arch == "llama" and not cfg.no_position else f"The {lm.name} twin"
     twin = NOPE_TWIN if cfg.no_position else "" if cfg.arch == "llama" else (
-        "The GPT-2-style twin of the `classroom` model: the same script, data, tokenizer, size and schedule, "
+        "The GPT-2-style twin of the `classroom` model: the same script, sources, tokenizer, size and schedule, "
         "with learned positions, LayerNorm, GELU and full multi-head attention, and **no hint of any kind**, "
         "so the heads below formed on their own (the table of scores by step shows when).\n\n")  # fmt: skip
     unaided = (f"- Best previous-token head other than the hinted {HINTED}: **L{un['layer']}H{un['head']}**, "
