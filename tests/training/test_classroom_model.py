@@ -15,9 +15,10 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from labs.roles.evidence_prose import EVIDENCE_PROSE
 from model import load
 from model.loading import bundled_path
-from training.card import bars_met, measure_fixed, read_figures
+from training.card import bars_met, measure_fixed, read_figures, text_loss
 from training.recipe import RECIPES, Recipe
 from training.vocab import preset_words
 
@@ -194,10 +195,12 @@ def test_position_matters(shipped):
         assert now["prose_loss"]["position_off"] == now["prose_loss"]["position_on"]
         assert all(v["position_off"] == v["position_on"] for v in card["validation"].values())
         return
-    # Turning positions off must damage predictions everywhere, and visibly on held-out text. The probe
-    # sentence alone is not held to a margin: the twin of try 11 recovers most of its order from the causal
-    # mask there (4.37 -> 4.41 nats) while its stories lose 1.25 nats (training_log.md, session 8).
-    assert now["prose_loss"]["position_off"] > now["prose_loss"]["position_on"]
+    # Turning positions off must damage predictions everywhere, and visibly on held-out text. The card's
+    # one probe sentence (about 60 tokens) is too short to be held to it: the GPT-2-style twin reads its
+    # order there from the causal mask alone (v3: 4.520 nats with positions, 4.511 without) while its
+    # stories lose 1.27 nats (training_log.md, session 14). Six paragraphs of ordinary English are not.
+    on, off = (sum(text_loss(lm, lm.encode(p), flag) for p in EVIDENCE_PROSE) for flag in (True, False))
+    assert off > on + 0.05 * len(EVIDENCE_PROSE), (on, off)  # the twin: +0.13 nats a paragraph
     for part, v in card["validation"].items():
         assert v["position_off"] > v["position_on"], part
     assert max(v["position_off"] - v["position_on"] for v in card["validation"].values()) > 0.3
