@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from labs.roles.knockout import EVIDENCE_DRAWS
 from labs.roles.probes import PROBE_KEYS
 from labs.roles.registry import ROLE_KEYS
 
@@ -30,7 +31,8 @@ class RoleEvidence(Strict):
     ablated: float = Field(description="The measure without the candidates.")
     effect: float = Field(description="ablated - intact: how much worse the behaviour gets.")
     random_effect: float | None = Field(
-        description="The same for as many random other heads (mean of 5 seeded sets); null if too few."
+        description=f"The same for as many random other heads: the mean of 10 to {EVIDENCE_DRAWS} seeded sets, "
+        "drawn until the verdict is settled; null if too few."
     )
     min_effect: float = Field(description="The effect must be at least this ...")
     random_ratio: float = Field(description="... and at least this many times random_effect.")

@@ -32,7 +32,8 @@ def main() -> None:
             unit = BEHAVIOURS[ev.behaviour].unit
             verdict = (
                 f"{ev.behaviour} {ev.intact:.3f} -> {ev.ablated:.3f} (effect {ev.effect:+.3f} {unit}, "
-                f"random {ev.random_effect if ev.random_effect is not None else float('nan'):+.3f}, "
+                f"random {ev.random_effect if ev.random_effect is not None else float('nan'):+.3f}"
+                f" ± {ev.random_error if ev.random_error is not None else float('nan'):.3f}, "
                 f"needs >= {ev.min_effect}) -> {'EARNED' if ev.earned else 'not earned'}"
             )
         print(f"{role.key:16s} {head_name(*best):6s} {s:6.3f} {c:8.3f} {n:6.3f} {role.threshold:5.2f}  "

@@ -33,7 +33,15 @@ from .probes import (
 )
 
 Head = tuple[int, int]
-RANDOM_DRAWS = 5  # random head sets to compare against; their mean is the baseline
+RANDOM_DRAWS = 5  # random head sets a page's knock-out shows beside its own (each set is listed)
+# The atlas's labels compare with the mean of up to EVIDENCE_DRAWS sets, drawn DRAW_STEP at a time until the
+# verdict is settled (`settled`). One random set costs anything from nothing to a whole circuit (it may hold
+# a model's only self or previous-token head), so a fixed mean of 5 had a spread the size of the 0.05-nat bar
+# and a label could hang on which 5 sets the seed drew; a clear case still stops after 10 (`python -m
+# labs.roles` prints each baseline's standard error).
+EVIDENCE_DRAWS = 40
+DRAW_STEP = 5
+SETTLED_ERRORS = 3.0  # settled: the bar (RANDOM_RATIO x the random mean) is this many standard errors away
 RANDOM_RATIO = 2.0  # a role's heads must cost at least this many times what random heads cost
 
 
@@ -104,7 +112,7 @@ def repeat_losses(lm: LanguageModel, heads: Sequence[Head] = (), mode: str = "ze
     """(first-copy, second-copy) loss on the repeated random probes, one batched forward pass."""
     R = repeat_length(lm)
     batch = [induction_probe(lm.config.vocab_size, s, R) for s in INDUCTION_SEEDS]
-    logits, _ = lm.run_with_cache(batch, [], ablate=list(heads), ablate_mode=mode)
+    logits, _ = lm.run_with_cache(batch, [], ablate=list(heads), ablate_mode=mode, impl="sdpa")
     losses = [copy_losses(lg, ids, R) for lg, ids in zip(logits, batch, strict=True)]
     return sum(a for a, _ in losses) / len(losses), sum(b for _, b in losses) / len(losses)
 
@@ -112,15 +120,17 @@ def repeat_losses(lm: LanguageModel, heads: Sequence[Head] = (), mode: str = "ze
 @torch.inference_mode()
 def prose_loss(lm: LanguageModel, heads: Sequence[Head] = ()) -> float:
     """Mean next-token loss over every token of EVIDENCE_PROSE's paragraphs, in nats (each paragraph its
-    own sequence, cut to the context)."""
-    total, count = 0.0, 0
-    for text in EVIDENCE_PROSE:
-        ids = lm.encode(text)[: lm.config.context_length]
-        logits = lm.logits(ids, ablate=list(heads))
-        target = torch.tensor(ids[1:], device=logits.device)
-        total += torch.nn.functional.cross_entropy(logits[:-1].float(), target, reduction="sum").item()
-        count += len(ids) - 1
-    return total / count
+    own sequence, cut to the context). One forward for all of them: the paragraphs are padded at the end,
+    which a causal model never reads from the real tokens, and the padded targets are left out."""
+    rows = [lm.encode(text)[: lm.config.context_length] for text in EVIDENCE_PROSE]
+    width = max(len(r) for r in rows)
+    batch = [r + [r[-1]] * (width - len(r)) for r in rows]
+    logits, _ = lm.run_with_cache(batch, [], ablate=list(heads), impl="sdpa")  # no pattern needed: faster
+    target = torch.tensor(batch, device=logits.device)[:, 1:]
+    real = torch.tensor([[t < len(r) for t in range(1, width)] for r in rows], device=logits.device)
+    losses = torch.nn.functional.cross_entropy(logits[:, :-1].float().flatten(0, 1), target.flatten(),
+                                               reduction="none")  # fmt: skip
+    return (losses[real.flatten()].sum() / real.sum()).item()
 
 
 @torch.inference_mode()
@@ -183,6 +193,15 @@ class Evidence:
         return sum(self.random) / len(self.random) - self.intact if self.random else None
 
     @property
+    def random_error(self) -> float | None:
+        """The standard error of `random_effect` (how much another seed's sets could move it)."""
+        n = len(self.random)
+        if n < 2:
+            return None
+        mean = sum(self.random) / n
+        return (sum((x - mean) ** 2 for x in self.random) / (n - 1) / n) ** 0.5
+
+    @property
     def earned(self) -> bool:
         rand = self.random_effect
         beats_random = rand is None or self.effect >= RANDOM_RATIO * max(rand, 0.0)
@@ -190,13 +209,32 @@ class Evidence:
 
 
 def role_evidence(
-    lm: LanguageModel, behaviour: str, heads: Sequence[Head], draws: int = RANDOM_DRAWS, seed: int = 0
+    lm: LanguageModel, behaviour: str, heads: Sequence[Head], draws: int = EVIDENCE_DRAWS, seed: int = 0
 ) -> Evidence:
+    """Knock `heads` out together, then random sets of as many other heads, DRAW_STEP at a time: at least
+    two steps, and more (up to `draws`) while the verdict is not `settled`."""
     b = BEHAVIOURS[behaviour]
     heads = sorted(heads)
     sets = random_other_heads(lm, heads, draws, seed)
-    return Evidence(behaviour, heads, b.measure(lm, []), b.measure(lm, heads), sets,
-                    [b.measure(lm, s) for s in sets], b.min_effect)  # fmt: skip
+    intact, ablated = b.measure(lm, []), b.measure(lm, heads)
+    random: list[float] = []
+    for s in sets:
+        random.append(b.measure(lm, s))
+        n = len(random)
+        if n % DRAW_STEP == 0 and n >= 2 * DRAW_STEP:
+            if settled(Evidence(behaviour, heads, intact, ablated, sets[:n], list(random), b.min_effect)):
+                break
+    return Evidence(behaviour, heads, intact, ablated, sets[: len(random)], random, b.min_effect)
+
+
+def settled(ev: Evidence) -> bool:
+    """Whether more random sets could still change the verdict: no, once the heads' effect is below the
+    minimum (the random sets cannot help it), or once it is SETTLED_ERRORS standard errors of the bar away
+    from RANDOM_RATIO x the random mean."""
+    if ev.effect < ev.min_effect or ev.random_error is None:
+        return ev.effect < ev.min_effect
+    bar = RANDOM_RATIO * max(ev.random_effect, 0.0)
+    return abs(ev.effect - bar) > SETTLED_ERRORS * RANDOM_RATIO * ev.random_error
 
 
 def random_other_heads(lm: LanguageModel, heads: Sequence[Head], draws: int, seed: int) -> list[list[Head]]:

@@ -15,12 +15,18 @@ from labs.roles.detectors import (
     previous_token_scores,
     token_induction_scores,
 )
+from labs.roles.evidence_prose import EVIDENCE_PROSE
 from labs.roles.knockout import (
+    DRAW_STEP,
+    EVIDENCE_DRAWS,
     Evidence,
     next_token_effect,
+    prose_loss,
     random_other_heads,
     repeat_knockout,
     repeat_losses,
+    role_evidence,
+    settled,
 )
 from labs.roles.probes import (
     PRONOUN_TEMPLATES,
@@ -259,6 +265,57 @@ def test_evidence_needs_the_minimum_effect_and_to_beat_random_heads(ablated, ran
     # intact 0: the effect is `ablated`; random heads cost mean(random); min 0.5 and 2x random
     ev = Evidence("prose", [(0, 0)], 0.0, ablated, [[(0, 1)]] * len(random), random, 0.5)
     assert ev.earned is earned
+
+
+def test_random_error_is_the_standard_error_of_the_random_mean():
+    ev = Evidence("prose", [(0, 0)], 0.0, 1.0, [[(0, 1)]] * 4, [0.0, 0.2, 0.4, 0.6], 0.05)
+    assert ev.random_effect == pytest.approx(0.3)
+    assert ev.random_error == pytest.approx((sum((x - 0.3) ** 2 for x in ev.random) / 3 / 4) ** 0.5)
+    assert Evidence("prose", [(0, 0)], 0.0, 1.0, [[(0, 1)]], [0.2], 0.05).random_error is None
+
+
+@pytest.mark.parametrize("heads", [[], [(0, 1)], [(1, 0), (1, 3)]])
+def test_prose_loss_in_one_batch_equals_one_paragraph_at_a_time(tiny_lm, heads):
+    # The paragraphs share one padded forward; each alone, with the same heads out, must give the same.
+    total, count = 0.0, 0
+    for text in EVIDENCE_PROSE:
+        ids = tiny_lm.encode(text)[: tiny_lm.config.context_length]
+        logits = tiny_lm.logits(ids, ablate=heads)
+        total += torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]), reduction="sum").item()
+        count += len(ids) - 1
+    assert prose_loss(tiny_lm, heads) == pytest.approx(total / count, abs=1e-5)
+    if heads:
+        assert prose_loss(tiny_lm, heads) != pytest.approx(prose_loss(tiny_lm), abs=1e-4)  # the heads counted
+
+
+@pytest.mark.parametrize("heads", [[(0, 0)], [(1, 1), (1, 2)]])
+def test_role_evidence_draws_until_the_verdict_is_settled(tiny_lm, heads):
+    ev = role_evidence(tiny_lm, "prose", heads)
+    n = len(ev.random)
+    assert n % DRAW_STEP == 0 and 2 * DRAW_STEP <= n <= EVIDENCE_DRAWS
+    assert ev.random_heads == random_other_heads(tiny_lm, heads, EVIDENCE_DRAWS, 0)[:n]  # the first n sets
+    assert ev.random == pytest.approx([prose_loss(tiny_lm, h) for h in ev.random_heads], abs=1e-6)
+    assert settled(ev) or n == EVIDENCE_DRAWS
+    if n > 2 * DRAW_STEP:  # it went on because fewer sets had not settled it
+        shorter = Evidence(ev.behaviour, ev.heads, ev.intact, ev.ablated, ev.random_heads[: n - DRAW_STEP],
+                           ev.random[: n - DRAW_STEP], ev.min_effect)  # fmt: skip
+        assert not settled(shorter)
+
+
+@pytest.mark.parametrize(
+    ("ablated", "random", "done"),
+    [
+        (0.01, [0.0] * 10, True),  # under the minimum effect: no random set can earn it
+        (1.0, [0.0, 0.02] * 5, True),  # far above twice the random cost
+        (0.1, [0.0, 0.1] * 5, False),  # twice the random mean is 0.1: too close to call
+        (0.1, [0.05] * 10, False),  # no spread, but exactly on the bar
+        (0.3, [0.0, 0.6] * 5, False),  # 3 standard errors of the bar (0.6) exceed its distance (0.3)
+        (0.3, [0.0, 0.6] * 20, True),  # ... and with 40 sets (0.29) no longer do
+    ],
+)
+def test_settled_when_the_bar_is_three_standard_errors_away(ablated, random, done):
+    ev = Evidence("prose", [(0, 0)], 0.0, ablated, [[(0, 1)]] * len(random), random, 0.05)
+    assert settled(ev) is done
 
 
 def test_atlas_pronoun_scores_equal_one_sentence_at_a_time(tiny_lm):
