@@ -228,9 +228,9 @@ def role_evidence(
 
 
 def settled(ev: Evidence) -> bool:
-    """Whether more random sets could still change the verdict: no, once the heads' effect is below the
-    minimum (the random sets cannot help it), or once it is SETTLED_ERRORS standard errors of the bar away
-    from RANDOM_RATIO x the random mean."""
+    """True once more random sets are unlikely to change the verdict: when the heads' effect is below the
+    minimum (no random set can earn it the role), or when it lies more than SETTLED_ERRORS standard errors
+    of the bar (RANDOM_RATIO x the random mean) away from that bar."""
     if ev.effect < ev.min_effect or ev.random_error is None:
         return ev.effect < ev.min_effect
     bar = RANDOM_RATIO * max(ev.random_effect, 0.0)
