@@ -135,6 +135,18 @@ def api_trace(base: str, prompt: str) -> dict:
     return get_json(base + "/api/trace", {"prompt": prompt})
 
 
+def history_step(page, delta: int = -1) -> None:
+    """The browser's Back (-1) or Forward (+1) button: the page's own `history.go(delta)`, then wait until
+    the address has changed (so two Backs are two steps, as a person clicks them).
+
+    Not `page.go_back()`: three times in CI (Chromium 156, Playwright 1.65) the driver call after it
+    stopped answering, once past its own 60 s timeout until pytest-timeout's 300 s, while the page had
+    already stepped back; the page's own traversal fires the same popstate the button does."""
+    before = page.evaluate("() => location.href")
+    page.evaluate("(d) => history.go(d)", delta)
+    page.wait_for_function("(u) => location.href !== u", arg=before, polling=100)
+
+
 def shoot(page, name: str, full_page: bool = True) -> Path:
     """Write <screenshots>/<name>-<w>x<h>.png for a person to look at (never into the source tree)."""
     global _shot_count

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_conftest import shoot
+from tests.browser_conftest import history_step, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -139,7 +139,7 @@ def test_cost_url_restores_n_and_back_button_steps(live_server, page):
     assert page.locator("#n2").text_content() == "10,000"
     page.click(".n-presets [data-n='1000']")
     expect(page.locator("#n2")).to_have_text("1,000,000", timeout=SLOW_MS)
-    page.go_back()
+    history_step(page, -1)
     expect(page.locator("#n2")).to_have_text("10,000", timeout=SLOW_MS)
     assert page.locator("#n-out").text_content() == "100"
 

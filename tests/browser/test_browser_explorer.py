@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from tests.browser_conftest import api_trace, shoot
+from tests.browser_conftest import api_trace, history_step, shoot
 
 pytestmark = pytest.mark.browser
 
@@ -217,13 +217,13 @@ def test_explorer_shared_url_restores_head_and_view(live_server, pages):
     page.locator('[data-view="heatmap"]').click()
     wait_plot(page, "#detail-heatmap")
     assert page.locator("#detail-title").inner_text().startswith("Layer 0, head 1")
-    page.go_back()
-    page.go_back()
+    history_step(page, -1)
+    history_step(page, -1)
     page.wait_for_function(
         "() => document.querySelector('#detail-title').textContent.startsWith('Layer 2, head 5')"
     )
     assert page.locator("#detail-lines").is_visible()
-    page.go_forward()
+    history_step(page, +1)
     page.wait_for_function(
         "() => document.querySelector('#detail-title').textContent.startsWith('Layer 0, head 1')"
     )
@@ -236,7 +236,7 @@ def test_explorer_back_restores_previous_prompt(live_server, page):
     page.fill("#prompt", b)
     page.locator("#prompt").press("Enter")
     wait_tokens(page, api_trace(live_server, b)["tokens"])
-    page.go_back()
+    history_step(page, -1)
     wait_tokens(page, api_trace(live_server, a)["tokens"])
     assert page.locator("#prompt").input_value() == a
 
@@ -539,11 +539,12 @@ def test_explorer_model_selector_switches_models(two_model_server, page):
         "() => document.querySelectorAll('#head-grid .thumb').length === 8"
     )  # 2 layers x 4
     assert page.locator("#head-grid .hg-band").count() == 2  # 4 query heads share 2 K/V heads
-    page.go_back()
-    page.wait_for_function("(n) => document.querySelectorAll('#head-grid .thumb').length === n", arg=big)
+    history_step(page, -1)
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('#head-grid .thumb').length === n", arg=big, polling=100
+    )
     # Read in the page, not through a locator: twice in five runs (Chromium 156) a locator read right after
-    # this same-document history step waited 60 s for the server-rendered #model-select, although
-    # wait_for_function had just read the same document; the test is about the page, not the driver.
+    # a history step waited 60 s for the server-rendered #model-select (see history_step).
     assert page.evaluate("() => document.getElementById('model-select').value") == first != "tiny"
 
 

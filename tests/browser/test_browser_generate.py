@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.browser.test_browser_explorer import api_trace
-from tests.browser_conftest import shoot
+from tests.browser_conftest import history_step, shoot
 
 pytestmark = pytest.mark.browser
 
@@ -41,9 +41,13 @@ def greedy(base: str, prompt: str, steps: int) -> str:
 
 
 def record_grids(page) -> None:
+    """Start a fresh list of the prompts whose grids are painted; one listener per document, so a second
+    call in the same document (after a history step) does not count each grid twice."""
     page.evaluate(
         """() => { window.__grids = [];
-             window.addEventListener('atlas:grid', (e) => { if (!e.detail.stale) window.__grids.push(e.detail.prompt); });
+             if (window.__gridListener) return;
+             window.__gridListener = (e) => { if (!e.detail.stale) window.__grids.push(e.detail.prompt); };
+             window.addEventListener('atlas:grid', window.__gridListener);
            }"""
     )
 
@@ -118,7 +122,7 @@ def test_generate_8_follows_each_step_and_stop_stops(live_server, page):
     assert page.locator("#tokens .tok").count() == n0 + 8
     assert len(page.evaluate("() => window.__grids")) == 8  # the views followed every step
     assert page.locator("#gen-note").inner_text().startswith("Generated 8 tokens")
-    page.go_back()  # one Back undoes the whole run
+    history_step(page, -1)  # one Back undoes the whole run
     page.wait_for_function(SETTLED, arg=prompt)
     # Stop, early in a long run: no token is added after it.
     record_grids(page)

@@ -11,7 +11,7 @@ import pytest
 from app.main import create_app
 from app.settings import Settings
 from tests.api_helpers import save_tiny
-from tests.browser_conftest import get_json, shoot
+from tests.browser_conftest import get_json, history_step, shoot
 from tests.servers import serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -129,7 +129,7 @@ def test_lesson_step_survives_a_reload(server, page):
     page.reload()
     wait_step(page, "position")
     assert "step=5" in page.url and page.locator(".lesson-dot[aria-current=step]").inner_text() == "5"
-    page.go_back()
+    history_step(page, -1)
     wait_step(page, "rope")
 
 
