@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -29,3 +30,44 @@ def tokenizer() -> Tokenizer:
 @pytest.fixture
 def tiny_lm(tokenizer) -> LanguageModel:
     return LanguageModel(tiny_model(), tokenizer, name="tiny")
+
+
+# --- Nothing written into the source tree -------------------------------------------------------------
+# A test that caches a model or writes a result beside the code leaves the checkout dirty for the next
+# run (and for a commit). The session lists what git sees as new (untracked or ignored) before and after,
+# and fails if a test added anything; interpreter and tool caches are not the tests' doing.
+REPO = Path(__file__).resolve().parent.parent
+TOOL_CACHES = ("__pycache__", ".pytest_cache", ".ruff_cache", ".venv", ".egg-info", ".installed-")
+
+
+def new_paths_in_checkout() -> set[str] | None:
+    """Untracked and ignored paths (as `git status` lists them), or None outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+            cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    paths = {line[3:] for line in out.splitlines() if line[:2] in ("??", "!!")}
+    return {p for p in paths if not any(c in p for c in TOOL_CACHES)}
+
+
+def pytest_sessionstart(session):
+    session.config._checkout_before = new_paths_in_checkout()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "_checkout_before", None)
+    after = new_paths_in_checkout()
+    if before is None or after is None:
+        return
+    added = sorted(after - before)
+    if added:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write("\n")
+            reporter.write_sep("=", "tests wrote into the source tree", red=True)
+            for path in added[:20]:
+                reporter.write_line(f"  {path}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

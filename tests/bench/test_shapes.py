@@ -1,10 +1,19 @@
 """The real-shapes benchmark still runs end to end (ratios, load in a fresh process, a real server's
 /api/trace), on a tiny shape so CI can afford it; and it says why when it skips a measurement."""
 
-from bench import shapes
+import pytest
+
+from bench import fixture, shapes
 
 
-def test_shapes_part_measures_every_column_on_a_tiny_shape():
+@pytest.fixture
+def standin_outside_the_tree(tmp_path_factory, monkeypatch):
+    """`make bench` keeps its stand-in model in bench/results (ignored by git); a test builds its own in
+    the temporary folder instead, so the checkout stays as it was."""
+    monkeypatch.setattr(fixture, "STANDIN", tmp_path_factory.getbasetemp() / "bench-standin")
+
+
+def test_shapes_part_measures_every_column_on_a_tiny_shape(standin_outside_the_tree):
     result = shapes.run(tiny=True)
     (row,) = result["rows"]
     assert [r["n"] for r in row["ratios"]] == list(shapes.TINY_NS)
