@@ -37,7 +37,8 @@ def tiny_lm(tokenizer) -> LanguageModel:
 # run (and for a commit). The session lists what git sees as new (untracked or ignored) before and after,
 # and fails if a test added anything; interpreter and tool caches are not the tests' doing.
 REPO = Path(__file__).resolve().parent.parent
-TOOL_CACHES = ("__pycache__", ".pytest_cache", ".ruff_cache", ".venv", ".egg-info", ".installed-")
+TOOL_CACHES = ("__pycache__", ".pytest_cache", ".ruff_cache", ".venv", ".egg-info")
+CHECKOUT_BEFORE = pytest.StashKey["set[str] | None"]()
 
 
 def new_paths_in_checkout() -> set[str] | None:
@@ -54,11 +55,11 @@ def new_paths_in_checkout() -> set[str] | None:
 
 
 def pytest_sessionstart(session):
-    session.config._checkout_before = new_paths_in_checkout()
+    session.stash[CHECKOUT_BEFORE] = new_paths_in_checkout()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    before = getattr(session.config, "_checkout_before", None)
+    before = session.stash.get(CHECKOUT_BEFORE, None)
     after = new_paths_in_checkout()
     if before is None or after is None:
         return
