@@ -277,6 +277,11 @@ def scaffold_text(r: dict) -> str:
         text += (f" On rows holding a copy episode, {which} of every layer from layer "
                  f"{r.get('copy_free_first_layer', 0)} up ran but got no gradient (`training/free_heads.py`), so "
                  "they learned from real text alone.")  # fmt: skip
+    if r.get("copy_dropout"):
+        heads = "copying heads" if n_free else "heads"
+        text += (f" After the hint, the {heads} of layer {r.get('copy_dropout_layer', 1)} were knocked out on "
+                 f"{r['copy_dropout']:.0%} of the copy rows (chosen at random; `training/head_dropout.py`), so on "
+                 "those rows the copy could only be made by heads of another layer.")  # fmt: skip
     return text
 
 

@@ -21,8 +21,10 @@ import math
 import torch
 
 from model.config import ModelConfig
-from model.hooks import HookPoint, Run, ablate_heads, act_name
+from model.hooks import Run, act_name
 from model.transformer import causal_mask
+
+from .head_dropout import drop_heads
 
 HINTED_HEAD = (0, 0)  # (layer, head) the training script hints; the model card names it
 
@@ -58,13 +60,4 @@ def drop_hinted_head(
     sessions 9-10). With the hinted head missing from some rows after the hint stops, the copy loss on those
     rows can only fall if another head brings the previous token, learned from the loss alone: the same
     pressure dropout puts on any single unit. At evaluation and in the app every head runs."""
-    if not bool(rows.any()):
-        return run
-    zero_head = ablate_heads([head], "zero")  # the app's knock-out, on the chosen rows only
-    chosen = rows.view(-1, 1, 1, 1)
-
-    def knock_out(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
-        return torch.where(chosen.to(z.device), zero_head(z, hook), z)
-
-    run.add_hook(act_name("z", layer), knock_out)
-    return run
+    return drop_heads(run, rows, layer, [head])

@@ -57,6 +57,9 @@ class Recipe:
     hint_weight: float = 1.0
     hint_dropout: float = 0.0  # after the hint, the hinted head is knocked out on this share of rows, so the
     # copy circuit needs a second previous-token head, one the hint never touched (training/hint.py)
+    copy_dropout: float = 0.0  # after the hint, the copying (not copy-free) heads of copy_dropout_layer are
+    copy_dropout_layer: int = 1  # knocked out on this share of copy rows, so another layer must learn to copy
+    # too (training/head_dropout.py)
     eval_every: int = 150
     compile: bool = False  # measured: no faster on this CPU, and 100 s to compile
     bf16_autocast: bool = False  # measured on this 2-core AMD EPYC (no AVX512-BF16): bf16 matmuls

@@ -38,7 +38,8 @@ from model.transformer import Transformer
 from . import corpus
 from .card import evaluate, write_card
 from .data import SHARED_TOKENIZER, Batches, corpus_tokenizer, load_corpus, tokenize_corpus
-from .free_heads import free_copy_heads
+from .free_heads import free_copy_heads, free_head_indices
+from .head_dropout import drop_heads
 from .hint import PreviousTokenHint, drop_hinted_head
 from .recipe import RECIPES, Recipe
 
@@ -143,6 +144,10 @@ def train(r: Recipe, corpus_dir: Path, out: Path, new_tokenizer: bool = False) -
     hint = PreviousTokenHint(net.cfg) if r.hint_steps else None
     # Its own generator, so the batches are the same draws with and without hint_dropout.
     dropout_rng = torch.Generator().manual_seed(r.seed + 1)
+    copy_dropout_rng = torch.Generator().manual_seed(r.seed + 2)
+    free = free_head_indices(net.cfg, r.copy_free_heads, r.copy_free_spread)
+    copy_heads = [h for h in range(net.cfg.n_head)
+                  if h not in free or r.copy_dropout_layer < r.copy_free_first_layer]  # fmt: skip
     bar = tqdm(range(r.steps), desc="train", mininterval=5)
     for step in bar:
         hinted = step < r.hint_steps
@@ -159,6 +164,9 @@ def train(r: Recipe, corpus_dir: Path, out: Path, new_tokenizer: bool = False) -
         )
         if r.hint_dropout and r.hint_steps and not hinted:
             drop_hinted_head(run, torch.rand(x.shape[0], generator=dropout_rng) < r.hint_dropout)
+        if r.copy_dropout and step >= r.hint_steps:
+            chosen = batches.copy_rows & (torch.rand(x.shape[0], generator=copy_dropout_rng) < r.copy_dropout)
+            drop_heads(run, chosen, r.copy_dropout_layer, copy_heads)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=r.bf16_autocast):
             logits = fwd(x, run)
         loss = masked_loss(logits, y, m)

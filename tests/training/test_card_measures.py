@@ -71,3 +71,13 @@ def test_card_states_the_copy_curriculum_as_the_recipe_ran_it():
     assert "first 300 steps the random spans draw from the first 64 token ids" in text
     assert "twice as many ids every 75 steps" in text
     assert "50% of the short rows keep the first alphabet" in text
+
+
+def test_the_card_names_each_training_only_knob_the_recipe_used_and_no_other():
+    from training.card import scaffold_text
+
+    assert scaffold_text({}) == ""
+    text = scaffold_text({"copy_free_heads": 4, "copy_dropout": 0.5, "copy_dropout_layer": 1})
+    assert "the last 4 heads of every layer" in text
+    assert "copying heads of layer 1 were knocked out on 50% of the copy rows" in text
+    assert "learned without any hint" not in text  # the hint dropout was off
