@@ -40,11 +40,12 @@ def objective(pronoun: str) -> str:
     return {"she": "her", "he": "him", "they": "them"}[pronoun]
 
 
-def story(rng: random.Random) -> str:
-    """A short story whose characters and things are named again and again."""
+def story(rng: random.Random, names: dict[str, list[str]] = NAMES) -> str:
+    """A short story whose characters and things are named again and again; `names` gives each pronoun's
+    choices (at least two each: the two characters may share a pronoun)."""
     p1, p2 = rng.choice(["she", "he"]), rng.choice(["she", "he"])
-    a = rng.choice(NAMES[p1])
-    b = rng.choice([n for n in NAMES[p2] if n != a])
+    a = rng.choice(names[p1])
+    b = rng.choice([n for n in names[p2] if n != a])
     thing = f"{rng.choice(COLOURS)} {rng.choice(OBJECTS)}"
     pet = rng.choice(ANIMALS)
     place, place2 = rng.sample(PLACES, 2)

@@ -17,10 +17,18 @@ from tokenizers import decoders, models, pre_tokenizers, trainers
 from model.loading import bundled_path
 from model.tokenizer import Tokenizer
 
-from . import corpus, vocab
+from . import corpus, invented_names, vocab
 from .recipe import Recipe
 
 NATURAL_WEIGHTS = {"stories": 0.4, "brown": 0.3, "bible": 0.15, "wordnet": 0.15}
+INVENTED = "invented"  # the stream of invented-name stories, when a recipe asks for them
+
+
+def mixture_weights(invented_name_share: float) -> dict[str, float]:
+    """Each text part's share of text rows: the corpus parts in NATURAL_WEIGHTS's proportions, making
+    room for the invented-name stories' share."""
+    weights = {p: round(w * (1 - invented_name_share), 4) for p, w in NATURAL_WEIGHTS.items()}
+    return weights | ({INVENTED: invented_name_share} if invented_name_share else {})
 
 
 # ---------------------------------------------------------------- tokenizer and token streams
@@ -80,6 +88,17 @@ def tokenize_corpus(corpus_dir: Path, tok: Tokenizer):
     return streams, val_streams
 
 
+INVENTED_STORIES = 20000  # ~10M characters: more than a 75-minute run reads, so few rows repeat
+
+
+def with_invented_stories(streams: dict[str, np.ndarray], tok: Tokenizer, r: Recipe) -> dict[str, np.ndarray]:
+    """The training streams plus the invented-name stories (generated from the recipe's seed, never
+    cached: 20,000 stories take seconds), when the recipe mixes them in."""
+    if not r.invented_name_share:
+        return streams
+    return streams | {INVENTED: token_stream(tok, invented_names.invented_stories(r.seed, INVENTED_STORIES))}
+
+
 def load_corpus(folder: Path, seed: int) -> None:
     if not (folder / "manifest.json").exists():
         corpus.build(folder, seed)
@@ -95,8 +114,9 @@ class Batches:
 
     def __init__(self, streams: dict[str, np.ndarray], r: Recipe) -> None:
         self.streams, self.r = streams, r
-        self.parts = list(NATURAL_WEIGHTS)
-        self.weights = np.array([NATURAL_WEIGHTS[p] for p in self.parts])
+        mix = mixture_weights(r.invented_name_share)
+        self.parts = list(mix)
+        self.weights = np.array([mix[p] for p in self.parts]) / sum(mix.values())
         self.rng = np.random.default_rng(r.seed)
         self.at_step(0)
 

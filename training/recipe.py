@@ -50,6 +50,8 @@ class Recipe:
     # (so the circuit found there stays useful while the wider alphabet is learnt)
     packed: bool = False  # many episodes per row; False: one episode per row, real text around it
     random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
+    invented_name_share: float = 0.0  # of text rows: stories whose characters have invented two-word names,
+    # so the name's second word is predictable only from context (training/invented_names.py)
     copy_free_heads: int = 0  # the last this many heads of each layer learn nothing from copy rows ...
     copy_free_first_layer: int = 0  # ... in the layers from this one up (training/free_heads.py)
     copy_free_spread: bool = False  # True: the last of each K/V group instead of the layer's last heads

@@ -37,7 +37,14 @@ from model.transformer import Transformer
 
 from . import corpus
 from .card import evaluate, write_card
-from .data import SHARED_TOKENIZER, Batches, corpus_tokenizer, load_corpus, tokenize_corpus
+from .data import (
+    SHARED_TOKENIZER,
+    Batches,
+    corpus_tokenizer,
+    load_corpus,
+    tokenize_corpus,
+    with_invented_stories,
+)
 from .free_heads import free_copy_heads, free_head_indices
 from .head_dropout import drop_heads
 from .hint import PreviousTokenHint, drop_hinted_head
@@ -122,6 +129,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path, new_tokenizer: bool = False) -
         raise SystemExit(f"the shared tokenizer has {tok.vocab_size} tokens, the recipe asks for "
                          f"{r.vocab_size}: pass --new-tokenizer to train one of that size")  # fmt: skip
     streams, val_streams = tokenize_corpus(corpus_dir, tok)
+    streams = with_invented_stories(streams, tok, r)
     manifest = json.loads((corpus_dir / "manifest.json").read_text())
     corpus_minutes = round((time.time() - t_start) / 60, 2)
     print("train tokens:", {p: len(s) for p, s in streams.items()}, f"({time.time() - t_start:.0f}s)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.data import NATURAL_WEIGHTS, Batches
+from training.data import INVENTED, NATURAL_WEIGHTS, Batches
 from training.recipe import Recipe
 
 VOCAB = 8192
@@ -69,3 +69,15 @@ def test_toy_runs_and_reports_the_held_out_copy_loss():
               warmup=2, seed=0, every=5)  # fmt: skip
     assert [r["step"] for r in out] == [5, 10]
     assert all(0 < r["copy_loss"] < 2 * np.log(16) for r in out)
+
+
+def test_text_rows_draw_the_invented_stories_at_their_share():
+    rng = np.random.default_rng(0)
+    streams = {p: rng.integers(1000, VOCAB, 5000).astype(np.int32) for p in NATURAL_WEIGHTS}
+    streams[INVENTED] = rng.integers(0, 1000, 5000).astype(np.int32)  # ids no other part uses
+    b = Batches(streams, Recipe(vocab_size=VOCAB, batch=400, invented_name_share=0.2))
+    x = b.get(copy_frac=0.0)[0]
+    share = (x.max(dim=1).values < 1000).float().mean().item()
+    assert 0.15 < share < 0.25
+    plain = Batches({p: s for p, s in streams.items() if p != INVENTED}, Recipe(vocab_size=VOCAB, batch=50))
+    assert int(plain.get(copy_frac=0.0)[0].min()) >= 1000  # without the knob no row needs the stream

@@ -68,7 +68,8 @@ def test_the_twins_share_tokenizer_size_and_recipe():
     # A knob added after a card's run is missing from its recipe: that run had it off (the default).
     added = {"early_span_vocab": 0, "early_span_steps": 0, "span_double_every": 0, "early_span_keep": 0.0,
              "copy_free_heads": 0, "copy_free_first_layer": 0, "copy_free_spread": False,
-             "no_position": False, "hint_dropout": 0.0, "copy_dropout": 0.0, "copy_dropout_layer": 1}  # fmt: skip
+             "no_position": False, "hint_dropout": 0.0, "copy_dropout": 0.0, "copy_dropout_layer": 1,
+             "invented_name_share": 0.0}  # fmt: skip
     assert all(getattr(Recipe(), k) == v for k, v in added.items())
     ra, rb = ({**added, **read_figures(m.card)["training"]["recipe"]} for m in (a, b))
     differ = {k for k in ra if ra[k] != rb[k]}
