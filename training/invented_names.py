@@ -15,8 +15,12 @@ import random
 from labs.demos import IOI_PAIRS, MADE_UP_NAMES
 from labs.stories import NAMES, story
 
-ONSETS = ("b", "br", "d", "dr", "f", "g", "gr", "h", "k", "kr", "l", "m", "n", "p", "r", "s", "sh", "st",
-          "t", "th", "tr", "v", "w", "z")  # fmt: skip
+# Every common English onset, so a surname's first letters cannot be guessed from a short list: with 24
+# onsets (none of them "bl" or "qu") the Llama-style model learned the list and put " L" after "Zorbin"
+# instead of copying " Qu" (training_log.md, session 22).
+ONSETS = ("b", "bl", "br", "c", "ch", "cl", "cr", "d", "dr", "f", "fl", "fr", "g", "gl", "gr", "h", "j", "k",
+          "kr", "l", "m", "n", "p", "ph", "pl", "pr", "qu", "r", "s", "sc", "sh", "sk", "sl", "sm", "sn", "sp",
+          "st", "str", "sw", "t", "th", "tr", "v", "w", "wh", "y", "z")  # fmt: skip
 VOWELS = ("a", "e", "i", "o", "u", "a", "e", "o", "ai", "ou")
 CODAS = ("", "", "", "", "l", "n", "r", "s", "k", "m", "ll", "rn", "lk", "nd", "sk")
 
