@@ -12,6 +12,7 @@ store.define({ role: { type: "string", def: "" } }); // the grid filter; "" = ev
 
 const loaded = new Map(); // model ("" = default) -> {roles, badges} once /api/heads has answered
 let gridEl = null;
+let gridModel = null; // the model the grid shows now: the key of the latest showRoles call
 let select = null;
 
 // Badges for renderGrid's data, if the model's roles are already here (else showRoles adds them).
@@ -21,6 +22,7 @@ export const gridBadges = (model) => loaded.get(model || "")?.badges;
 export async function showRoles(grid, model) {
   gridEl = grid;
   const key = model || "";
+  gridModel = key;
   try {
     if (!loaded.has(key)) {
       const roles = await loadRoles(model);
@@ -30,6 +32,9 @@ export async function showRoles(grid, model) {
     if (select) select.title = `Head roles unavailable: ${e.message}`;
     return;
   }
+  // Another model's grid replaced this one while its roles were on the way (a student switched models, or
+  // pressed Back): those badges and that filter belong to heads no longer on screen.
+  if (gridModel !== key) return;
   const { roles, badges } = loaded.get(key);
   updateGrid(grid, { badges });
   // The sentence about token 0 is counted by the server on this model's atlas, never typed in the page.
