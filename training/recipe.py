@@ -70,16 +70,20 @@ class Recipe:
 
 
 RECIPES = {
-    "classroom": Recipe(),
+    # A tenth of the text rows are stories whose characters have invented two-word names, so a surname is
+    # predictable only by copying it (the "Zorbin Quell" demo; training_log.md, session 22). All three
+    # models read this same mixture.
+    "classroom": Recipe(invented_name_share=0.1),
     # The no-position twin: the classroom recipe with RoPE taken out, so a class can measure how much order
     # the causal mask alone gives back (labs/position_probe.py). No hint: with no position in layer 0 a head
     # there cannot single out the previous token, so the hint could only pull on nothing.
-    "classroom-nope": Recipe(name="classroom-nope", no_position=True, hint_steps=0),
+    "classroom-nope": Recipe(name="classroom-nope", no_position=True, hint_steps=0, invented_name_share=0.1),
     # The twin: same data, tokenizer and size; GPT-2's block and no hint of any kind. Without the hint its
     # copying circuit needs a gentler start (training_log.md, sessions 5-6): a lower learning rate, short rows
     # of 64, spans from 64 ids first, then twice as many every 75 steps while half the short rows keep the
-    # 64, short rows on every other step to step 2700 (the second copy falls only while they last), and 3400
-    # steps in all (72 min alone on 2 threads: twin try 11 in training_log.md).
+    # 64, short rows on every other step to the end (the second copy falls only while they last: with them
+    # stopped at step 2700 the counting demo was lost, twin try 15), and 3400 steps in all (26.5 min alone on
+    # 2 threads: twin try 16 in training_log.md).
     "classroom-gpt2": Recipe(
         name="classroom-gpt2",
         arch="gpt2",
@@ -88,11 +92,12 @@ RECIPES = {
         hint_steps=0,
         lr=1e-3,
         short_seq=64,
-        short_steps=2700,
+        short_steps=3400,
         steps=3400,
         early_span_vocab=64,
         early_span_steps=300,
         span_double_every=75,
         early_span_keep=0.5,
+        invented_name_share=0.1,
     ),
 }
