@@ -91,10 +91,27 @@ export function tokenTicks(tokens, pixels, fontSize, { first = 0, slanted = fals
 
 export const shorten = (s, max = 14) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
 
-// Plotly throws if the element is detached or hidden; views call this instead of Plotly.react.
+// Views call this instead of Plotly.react. Calls on one element run one after another, never overlapping:
+// when a call's config differs from the one on screen (ours names the PNG after the token or head
+// shown), Plotly.react redraws with newPlot and then calls react again, and two such calls in flight on
+// one element with different configs undo each other forever, in promise callbacks that never yield to
+// the browser, so the tab freezes. The explorer met it after a model switch and Back, when a view was
+// asked to draw twice before the first draw ended.
+const lastCall = new WeakMap(); // element -> promise of the newest Plotly call queued on it
 export async function react(el, traces, layout, cfg) {
   const Plotly = await loadPlotly();
-  el.classList.remove("loading");
-  await Plotly.react(el, traces, layout, cfg);
+  const before = lastCall.get(el) || Promise.resolve();
+  const mine = before
+    .catch(() => {}) // an earlier call's failure belongs to its own caller
+    .then(() => {
+      el.classList.remove("loading");
+      return Plotly.react(el, traces, layout, cfg);
+    });
+  lastCall.set(el, mine);
+  try {
+    await mine;
+  } finally {
+    if (lastCall.get(el) === mine) lastCall.delete(el);
+  }
   return Plotly;
 }
