@@ -35,8 +35,21 @@ function fit(el, s, paint) {
   s.fit = fitGrid(el, s, s.data.zoom ?? 0);
   s.thumb = s.fit.thumb;
   const resized = before?.thumb !== s.fit.thumb || before?.box !== s.fit.box;
+  if (before?.thumb !== s.fit.thumb || !before) fitLabels(s);
   if (mark(s) || resized) showOpen(el, s); // first: drawAll paints what the box shows after this
   if (paint || before?.thumb !== s.fit.thumb) drawAll(s);
+}
+
+// A K/V group's label spans its heads' columns. Where small pictures (presenter mode's larger text, two
+// heads per group) leave less room than "K/V head 3", the centred label lost both ends ("/V hea"), so
+// it steps down to "KV 3", then "3"; the full sentence stays in its tooltip.
+function fitLabels(s) {
+  for (const [g, label] of s.groups.entries()) {
+    for (const text of [`K/V head ${g}`, `KV ${g}`, `${g}`]) {
+      label.textContent = text;
+      if (label.scrollWidth <= label.clientWidth) break;
+    }
+  }
 }
 
 // The box ends inside the window, so it must be fitted again when what sits above it in its panel
@@ -115,13 +128,15 @@ function build(el, L, H, nKv) {
   add("div", "hg-cover", `1 / span ${headerRows}`, 1, cols.length);
   add("div", "hg-side", `${first} / span ${L}`, 1);
   add("div", "hg-corner", `1 / span ${headerRows}`, 1);
+  const groups = []; // the K/V group labels, shortened where their band is too narrow (fitLabels)
   if (grouped) {
     for (let g = 0; g < nKv; g++) {
       const col = colOf[g * nRep];
       add("div", "hg-band", `1 / span ${L + first - 1}`, col, nRep).setAttribute("aria-hidden", "true");
       add("div", "hg-band-top", `1 / span ${headerRows}`, col, nRep).setAttribute("aria-hidden", "true");
-      add("div", "hg-group", 1, col, nRep, `K/V head ${g}`).title =
-        `Query heads ${g * nRep}–${g * nRep + nRep - 1} share key/value head ${g}`;
+      const label = add("div", "hg-group", 1, col, nRep, `K/V head ${g}`);
+      label.title = `Query heads ${g * nRep}–${g * nRep + nRep - 1} share key/value head ${g}`;
+      groups.push(label);
     }
   }
   for (let h = 0; h < H; h++) add("div", "hg-head", headerRows, colOf[h], 1, `H${h}`);
@@ -146,7 +161,7 @@ function build(el, L, H, nKv) {
   }
   el.replaceChildren(root);
   el.scrollTop = el.scrollLeft = 0;
-  const s = { el, root, buttons, canvases, L, H, nKv, grouped, cursor: 0, openKey: null, later: 0, laterTask: 0 };
+  const s = { el, root, buttons, canvases, groups, L, H, nKv, grouped, cursor: 0, openKey: null, later: 0, laterTask: 0 };
   root.addEventListener("click", (e) => {
     const b = e.target.closest(".thumb");
     if (!b) return;
