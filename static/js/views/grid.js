@@ -35,15 +35,19 @@ function fit(el, s, paint) {
   s.fit = fitGrid(el, s, s.data.zoom ?? 0);
   s.thumb = s.fit.thumb;
   const resized = before?.thumb !== s.fit.thumb || before?.box !== s.fit.box;
-  if (before?.thumb !== s.fit.thumb || !before) fitLabels(s);
   if (mark(s) || resized) showOpen(el, s); // first: drawAll paints what the box shows after this
   if (paint || before?.thumb !== s.fit.thumb) drawAll(s);
+  fitLabels(s);
 }
 
 // A K/V group's label spans its heads' columns. Where small pictures (presenter mode's larger text, two
 // heads per group) leave less room than "K/V head 3", the centred label lost both ends ("/V hea"), so
 // it steps down to "KV 3", then "3"; the full sentence stays in its tooltip.
+// Measured only when the pictures' size or presenter mode (the text's size) changed: it forces a layout.
 function fitLabels(s) {
+  const key = `${s.fit.thumb} ${document.documentElement.classList.contains("presenter")}`;
+  if (s.labelKey === key || !s.groups[0]?.clientWidth) return; // no groups, or not laid out yet
+  s.labelKey = key;
   for (const [g, label] of s.groups.entries()) {
     for (const text of [`K/V head ${g}`, `KV ${g}`, `${g}`]) {
       label.textContent = text;
