@@ -82,8 +82,8 @@ RECIPES = {
     # copying circuit needs a gentler start (training_log.md, sessions 5-6): a lower learning rate, short rows
     # of 64, spans from 64 ids first, then twice as many every 75 steps while half the short rows keep the
     # 64, short rows on every other step to the end (the second copy falls only while they last: with them
-    # stopped at step 2700 the counting demo was lost, twin try 15), and 3400 steps in all (26.5 min alone on
-    # 2 threads: twin try 16 in training_log.md).
+    # stopped at step 2700 the counting demo was lost, twin try 15), and 4200 steps in all (54.8 min alone on
+    # 2 threads: twin try 17 in training_log.md; with 3400, try 16, the twin did not copy Zorbin's name).
     "classroom-gpt2": Recipe(
         name="classroom-gpt2",
         arch="gpt2",
@@ -92,8 +92,8 @@ RECIPES = {
         hint_steps=0,
         lr=1e-3,
         short_seq=64,
-        short_steps=3400,
-        steps=3400,
+        short_steps=4200,
+        steps=4200,
         early_span_vocab=64,
         early_span_steps=300,
         span_double_every=75,
