@@ -31,8 +31,8 @@ class RoleEvidence(Strict):
     ablated: float = Field(description="The measure without the candidates.")
     effect: float = Field(description="ablated - intact: how much worse the behaviour gets.")
     random_effect: float | None = Field(
-        description=f"The same for as many random other heads: the mean of 10 to {EVIDENCE_DRAWS} seeded sets, "
-        "drawn until the verdict is settled; null if too few."
+        description=f"The same for as many random other heads: the median of 10 to {EVIDENCE_DRAWS} seeded sets "
+        "(a typical set), drawn until the verdict is settled; null if too few."
     )
     min_effect: float = Field(description="The effect must be at least this ...")
     random_ratio: float = Field(description="... and at least this many times random_effect.")

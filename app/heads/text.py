@@ -74,11 +74,11 @@ def evidence_sentence(role: Role, ev: Evidence) -> str:
     change = f"{shown(ev.intact):.2f} → {shown(ev.ablated):.2f} {b.unit}"
     rand = "" if ev.random_effect is None else (
         f"; {len(ev.heads)} random other head{'s' if len(ev.heads) > 1 else ''}: "
-        f"{shown(ev.intact):.2f} → {shown(ev.intact + ev.random_effect):.2f} on average over "
+        f"{shown(ev.intact):.2f} → {shown(ev.intact + ev.random_effect):.2f} for the typical (median) one of "
         f"{len(ev.random)} random set{'s' if len(ev.random) > 1 else ''}")  # fmt: skip
     verdict = ("that is the evidence" if ev.earned else
                f"not enough evidence (it must get worse by at least {ev.min_effect} {b.unit} and by "
-               f"{RANDOM_RATIO:g}× what random heads cost)")  # fmt: skip
+               f"{RANDOM_RATIO:g}× what a typical set of random heads costs)")  # fmt: skip
     return f"Knocking out {heads_phrase(ev.heads)} changes {b.name}: {change}{rand}: {verdict}."
 
 

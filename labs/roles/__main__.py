@@ -33,7 +33,7 @@ def main() -> None:
             verdict = (
                 f"{ev.behaviour} {ev.intact:.3f} -> {ev.ablated:.3f} (effect {ev.effect:+.3f} {unit}, "
                 f"random {ev.random_effect if ev.random_effect is not None else float('nan'):+.3f}"
-                f" ± {ev.random_error if ev.random_error is not None else float('nan'):.3f}, "
+                f" {spread(ev)}, "
                 f"needs >= {ev.min_effect}) -> {'EARNED' if ev.earned else 'not earned'}"
             )
         print(f"{role.key:16s} {head_name(*best):6s} {s:6.3f} {c:8.3f} {n:6.3f} {role.threshold:5.2f}  "
@@ -41,6 +41,13 @@ def main() -> None:
     print(
         f"name margin with every head (NAME_TASKS): {name_margin(lm):+.3f} logits; prose loss {prose_loss(lm):.3f}"
     )
+
+
+def spread(ev) -> str:
+    """The median's interval and how many random sets were drawn, e.g. "(+0.01..+0.05, 40 sets)"."""
+    iv = ev.random_interval
+    where = "" if iv is None else f"{iv[0]:+.3f}..{iv[1]:+.3f}, "
+    return f"(median; {where}{len(ev.random)} sets)"
 
 
 if __name__ == "__main__":

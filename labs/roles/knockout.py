@@ -8,12 +8,18 @@ average contribution and removes only what depends on where the head looked.
 out: `role_evidence` knocks a role's candidate heads out together (zero ablation, as the pages'
 "Knock out" button does) and compares with as many random other heads. The role is earned when the
 behaviour gets worse by at least the behaviour's `min_effect` and by at least RANDOM_RATIO times
-what the random heads cost.
+what a typical random set costs: the median of the random sets, not their mean. One random set may
+hold a head the model cannot do without (in a model with two self heads, knocking one out costs the
+prose ten times what most sets cost), so the mean is set by how often the draws hit such a head and
+would ask a role to beat every other role's heads on average; the median asks it to beat the
+typical set (training_log.md, sessions 20 and 24).
 """
 
 from __future__ import annotations
 
+import math
 import random
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,15 +40,15 @@ from .probes import (
 
 Head = tuple[int, int]
 RANDOM_DRAWS = 5  # random head sets a page's knock-out shows beside its own (each set is listed)
-# The atlas's labels compare with the mean of up to EVIDENCE_DRAWS sets, drawn DRAW_STEP at a time until the
-# verdict is settled (`settled`). One random set costs anything from nothing to a whole circuit (it may hold
-# a model's only self or previous-token head), so a fixed mean of 5 had a spread the size of the 0.05-nat bar
-# and a label could hang on which 5 sets the seed drew; a clear case still stops after 10 (`python -m
-# labs.roles` prints each baseline's standard error).
+# The atlas's labels compare with the median of up to EVIDENCE_DRAWS sets, drawn DRAW_STEP at a time until
+# the verdict is settled (`settled`): until every median the sets leave plausible gives the same verdict.
+# One random set costs anything from nothing to a whole circuit, so a fixed 5 sets let a label hang on
+# which 5 the seed drew; a clear case still stops after 10 (`python -m labs.roles` prints each median's
+# interval).
 EVIDENCE_DRAWS = 40
 DRAW_STEP = 5
-SETTLED_ERRORS = 3.0  # settled: the bar (RANDOM_RATIO x the random mean) is this many standard errors away
-RANDOM_RATIO = 2.0  # a role's heads must cost at least this many times what random heads cost
+MEDIAN_CONFIDENCE = 0.99  # settled: the verdict holds for any median in this distribution-free interval
+RANDOM_RATIO = 2.0  # a role's heads must cost at least this many times what a typical random set costs
 
 
 @dataclass(frozen=True)
@@ -190,22 +196,40 @@ class Evidence:
 
     @property
     def random_effect(self) -> float | None:
-        return sum(self.random) / len(self.random) - self.intact if self.random else None
+        """What a typical random set costs: the median of the random sets' effects."""
+        return statistics.median(self.random) - self.intact if self.random else None
 
     @property
-    def random_error(self) -> float | None:
-        """The standard error of `random_effect` (how much another seed's sets could move it)."""
-        n = len(self.random)
-        if n < 2:
+    def random_interval(self) -> tuple[float, float] | None:
+        """Where the median of all random sets lies with MEDIAN_CONFIDENCE, from the sets drawn so far
+        (order statistics: no assumption about the sets' spread), as effects; None with too few sets."""
+        k = median_rank(len(self.random))
+        if k is None:
             return None
-        mean = sum(self.random) / n
-        return (sum((x - mean) ** 2 for x in self.random) / (n - 1) / n) ** 0.5
+        ordered = sorted(self.random)
+        return ordered[k - 1] - self.intact, ordered[len(ordered) - k] - self.intact
 
     @property
     def earned(self) -> bool:
-        rand = self.random_effect
-        beats_random = rand is None or self.effect >= RANDOM_RATIO * max(rand, 0.0)
-        return self.effect >= self.min_effect and beats_random
+        return self.effect >= self.min_effect and self.beats(self.random_effect)
+
+    def beats(self, random_effect: float | None) -> bool:
+        """True when the heads' effect is at least RANDOM_RATIO times this random cost (or there is none)."""
+        return random_effect is None or self.effect >= RANDOM_RATIO * max(random_effect, 0.0)
+
+
+def median_rank(n: int, confidence: float = MEDIAN_CONFIDENCE) -> int | None:
+    """The largest k such that the k-th smallest and k-th largest of n draws hold the median of the
+    whole distribution with at least `confidence` (a binomial count of draws below it); None when even
+    the smallest and largest of n draws do not."""
+    below = 0.0  # P(at most k - 1 of n draws fall below the median)
+    k = 0
+    while k < n // 2:
+        below += math.comb(n, k) / 2**n
+        if 2 * below > 1 - confidence:
+            break
+        k += 1
+    return k or None
 
 
 def role_evidence(
@@ -229,12 +253,12 @@ def role_evidence(
 
 def settled(ev: Evidence) -> bool:
     """True once more random sets are unlikely to change the verdict: when the heads' effect is below the
-    minimum (no random set can earn it the role), or when it lies more than SETTLED_ERRORS standard errors
-    of the bar (RANDOM_RATIO x the random mean) away from that bar."""
-    if ev.effect < ev.min_effect or ev.random_error is None:
-        return ev.effect < ev.min_effect
-    bar = RANDOM_RATIO * max(ev.random_effect, 0.0)
-    return abs(ev.effect - bar) > SETTLED_ERRORS * RANDOM_RATIO * ev.random_error
+    minimum (no random set can earn it the role), or when the verdict is the same at both ends of
+    `random_interval`, where the median of all random sets lies with MEDIAN_CONFIDENCE."""
+    if ev.effect < ev.min_effect:
+        return True
+    interval = ev.random_interval
+    return interval is not None and ev.beats(interval[0]) == ev.beats(interval[1])
 
 
 def random_other_heads(lm: LanguageModel, heads: Sequence[Head], draws: int, seed: int) -> list[list[Head]]:

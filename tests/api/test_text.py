@@ -37,10 +37,10 @@ def test_human_bytes():
     assert human_bytes(512) == "512 B"
 
 
-def test_evidence_sentence_says_how_many_random_sets_the_baseline_averages():
+def test_evidence_sentence_says_how_many_random_sets_the_typical_one_is_of():
     ev = Evidence("prose", [(0, 0), (0, 5)], 5.09, 5.34, [[(1, 1), (2, 2)]] * 10, [5.09, 5.11] * 5, 0.05)
     assert evidence_sentence(ROLE_BY_KEY["previous_token"], ev) == (
         "Knocking out L0H0 and L0H5 changes the loss on six short paragraphs of ordinary English: "
-        "5.09 → 5.34 nats; 2 random other heads: 5.09 → 5.10 on average over 10 random sets: "
+        "5.09 → 5.34 nats; 2 random other heads: 5.09 → 5.10 for the typical (median) one of 10 random sets: "
         "that is the evidence."
     )

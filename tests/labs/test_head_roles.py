@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -20,6 +22,7 @@ from labs.roles.knockout import (
     DRAW_STEP,
     EVIDENCE_DRAWS,
     Evidence,
+    median_rank,
     next_token_effect,
     prose_loss,
     random_other_heads,
@@ -259,19 +262,34 @@ def test_knock_out_evidence_gates_the_labels(tiny_lm):
         (1.0, [0.6, 0.6], False),
         (1.0, [], True),
         (1.0, [-2.0], True),
+        # One set in five holds a head the model cannot do without: it costs 3 nats, the others 0.1. The
+        # mean (0.68) would ask 1.36; the typical set (the median, 0.1) asks 0.2.
+        (0.5, [0.1, 0.1, 3.0, 0.1, 0.1], True),
+        (0.5, [0.1, 3.0, 0.3, 3.0, 0.1], False),  # the median set costs 0.3: 0.5 is less than twice that
     ],
 )
-def test_evidence_needs_the_minimum_effect_and_to_beat_random_heads(ablated, random, earned):
-    # intact 0: the effect is `ablated`; random heads cost mean(random); min 0.5 and 2x random
+def test_evidence_needs_the_minimum_effect_and_to_beat_the_typical_random_set(ablated, random, earned):
+    # intact 0: the effect is `ablated`; a typical random set costs median(random); min 0.5 and 2x that
     ev = Evidence("prose", [(0, 0)], 0.0, ablated, [[(0, 1)]] * len(random), random, 0.5)
     assert ev.earned is earned
 
 
-def test_random_error_is_the_standard_error_of_the_random_mean():
-    ev = Evidence("prose", [(0, 0)], 0.0, 1.0, [[(0, 1)]] * 4, [0.0, 0.2, 0.4, 0.6], 0.05)
-    assert ev.random_effect == pytest.approx(0.3)
-    assert ev.random_error == pytest.approx((sum((x - 0.3) ** 2 for x in ev.random) / 3 / 4) ** 0.5)
-    assert Evidence("prose", [(0, 0)], 0.0, 1.0, [[(0, 1)]], [0.2], 0.05).random_error is None
+def miss_chance(n: int, k: int) -> float:
+    """The chance that the median lies below the k-th smallest of n draws or above the k-th largest."""
+    return 2 * sum(math.comb(n, i) for i in range(k)) / 2**n
+
+
+def test_random_effect_is_the_median_and_its_interval_holds_it_with_99_percent():
+    ev = Evidence("prose", [(0, 0)], 1.0, 2.0, [[(0, 1)]] * 4, [1.0, 1.2, 5.0, 1.1], 0.05)
+    assert ev.random_effect == pytest.approx(0.15)  # median of the costs 0, 0.2, 4, 0.1
+    assert ev.random_interval is None  # with 4 sets even the extremes hold the median only 87.5% of the time
+    assert median_rank(10) == 1 and median_rank(40) == 12
+    for n in (10, 20, 40):  # the k-th smallest and largest miss the median with chance <= 1%, k + 1 would not
+        k = median_rank(n)
+        assert miss_chance(n, k) <= 0.01 < miss_chance(n, k + 1)
+    costs = [0.3, 0.1, 0.9, 0.2, 0.5, 0.4, 0.0, 0.6, 0.8, 0.7]
+    ten = Evidence("prose", [(0, 0)], 0.0, 1.0, [[(0, 1)]] * 10, costs, 0.05)
+    assert ten.random_interval == pytest.approx((0.0, 0.9))  # k = 1: the smallest and the largest
 
 
 @pytest.mark.parametrize("heads", [[], [(0, 1)], [(1, 0), (1, 3)]])
@@ -306,14 +324,14 @@ def test_role_evidence_draws_until_the_verdict_is_settled(tiny_lm, heads):
     ("ablated", "random", "done"),
     [
         (0.01, [0.0] * 10, True),  # under the minimum effect: no random set can earn it
-        (1.0, [0.0, 0.02] * 5, True),  # far above twice the random cost
-        (0.1, [0.0, 0.1] * 5, False),  # twice the random mean is 0.1: too close to call
-        (0.1, [0.05] * 10, False),  # no spread, but exactly on the bar
-        (0.3, [0.0, 0.6] * 5, False),  # 3 standard errors of the bar (0.6) exceed its distance (0.3)
-        (0.3, [0.0, 0.6] * 20, True),  # ... and with 40 sets (0.29) no longer do
+        (1.0, [0.0, 0.02] * 5, True),  # above twice even the costliest set: earned whatever the median
+        (0.1, [0.0, 0.1] * 5, False),  # twice the median is 0.1 at one end of the interval: too close to call
+        (0.1, [0.06] * 10, True),  # every plausible median asks 0.12: not earned, settled
+        (0.3, [0.0] * 9 + [3.0], False),  # the costliest set could be typical: with 10 sets, go on
+        (0.3, [0.0] * 36 + [3.0] * 4, True),  # with 40, a tenth of sets that costly cannot be the median
     ],
 )
-def test_settled_when_the_bar_is_three_standard_errors_away(ablated, random, done):
+def test_settled_when_every_plausible_median_gives_the_same_verdict(ablated, random, done):
     ev = Evidence("prose", [(0, 0)], 0.0, ablated, [[(0, 1)]] * len(random), random, 0.05)
     assert settled(ev) is done
 
