@@ -271,7 +271,7 @@ def scaffold_text(r: dict) -> str:
     """The recipe's other training-only knobs, which change what each head learns from, never the forward
     of the shipped model."""
     text = ""
-    if r.get("hint_dropout"):
+    if r.get("hint_dropout") and r.get("hint_steps"):  # with no hint there is no hinted head to knock out
         text += (f" After the hint, head {HINTED} was knocked out on {r['hint_dropout']:.0%} of the rows of every "
                  "step (chosen at random), so the copy loss on those rows could only fall if another head brought "
                  "the previous token, learned without any hint.")  # fmt: skip

@@ -73,11 +73,12 @@ def test_the_twins_share_tokenizer_size_and_recipe():
     assert all(getattr(Recipe(), k) == v for k, v in added.items())
     ra, rb = ({**added, **read_figures(m.card)["training"]["recipe"]} for m in (a, b))
     differ = {k for k in ra if ra[k] != rb[k]}
-    # The block, the hint and the twin's copy curriculum differ (the card says why); the corpus, mixture,
-    # copy rows, seed, size and tokenizer are the same.
+    # The block, the hint (with its dropout) and each model's copy curriculum differ (the cards say why: the
+    # twin's heads form with no help, the Llama-style model's copy-free heads keep layer 1 half induction);
+    # the corpus, mixture, copy rows, seed, size and tokenizer are the same.
     curriculum = {"lr", "short_seq", "short_steps", "steps", "early_span_vocab", "early_span_steps",
-                  "span_double_every", "early_span_keep"}  # fmt: skip
-    assert differ <= {"name", "arch", "n_kv_head", "d_ff", "hint_steps"} | curriculum, differ
+                  "span_double_every", "early_span_keep", "copy_free_heads"}  # fmt: skip
+    assert differ <= {"name", "arch", "n_kv_head", "d_ff", "hint_steps", "hint_dropout"} | curriculum, differ
     assert rb["hint_steps"] == 0 and ra == vars(RECIPES["classroom"])
     assert rb == vars(RECIPES["classroom-gpt2"])
     # The no-position twin: the classroom recipe with RoPE taken out and, with it, the hint.
