@@ -597,8 +597,11 @@ def test_explorer_modules_decode_what_the_api_sends(live_server, page):
            }""",
         prompt,
     )
+    # A thumbnail byte is within half a step of 1/255 of the weight; /api/head's "exact" weight is itself
+    # within half a step of 1/65535 (uint16 on the wire), so the two may differ by both half steps.
+    bound = 0.5 / 255 + 0.5 / 65535
     assert result["causal"]
-    assert result["worst"] <= 0.5 / 255 + 1e-6
+    assert result["worst"] <= bound
     assert result["rowErr"] < 1e-4
     assert result["text"] == prompt
-    assert result["block"] > 1 and result["side"] <= 48 and result["poolErr"] <= 0.5 / 255 + 1e-6
+    assert result["block"] > 1 and result["side"] <= 48 and result["poolErr"] <= bound
