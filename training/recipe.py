@@ -6,7 +6,7 @@ curriculum its heads need to form without one)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass
@@ -69,25 +69,24 @@ class Recipe:
     store_dtype: str = "bfloat16"  # the checkpoint's weights (the app computes in float32 on CPU)
 
 
-# The Llama-style model's curriculum (training_log.md, session 24: try 34). The last 4 heads of every layer
-# learn nothing from copy rows, so layer 1 is half induction heads, not all of it; the hinted head is knocked
-# out on half the rows after the hint, so an unhinted head learns the previous token; and short copy rows of
-# 64 tokens on every other step to the last make the four induction heads copy strongly enough for the
-# made-up names (with short rows only to step 500, four heads never put "Zorbin"'s surname first: sessions
-# 13-19). 2600 steps: 38 min on one thread while another run had the other core.
-LLAMA_CURRICULUM = dict(copy_free_heads=4, hint_dropout=0.5, short_seq=64, short_steps=2600, steps=2600)
+# The Llama-style classroom recipe. A tenth of the text rows are stories whose characters have invented
+# two-word names, so a surname is predictable only by copying it (the "Zorbin Quell" demo; training_log.md,
+# session 22); all three models read this same mixture. Its curriculum (session 24: try 34): the last 4 heads
+# of every layer learn nothing from copy rows, so layer 1 is half induction heads, not all of it; the hinted
+# head is knocked out on half the rows after the hint, so an unhinted head learns the previous token; and short
+# copy rows of 64 tokens on every other step to the last make the four induction heads copy strongly enough
+# for the made-up names (with short rows only to step 500, four heads never put "Zorbin"'s surname first:
+# sessions 13-19). 2600 steps: 38 min on one thread while another run had the other core.
+CLASSROOM = Recipe(
+    invented_name_share=0.1, copy_free_heads=4, hint_dropout=0.5, short_seq=64, short_steps=2600, steps=2600
+)
 
 RECIPES = {
-    # A tenth of the text rows are stories whose characters have invented two-word names, so a surname is
-    # predictable only by copying it (the "Zorbin Quell" demo; training_log.md, session 22). All three
-    # models read this same mixture.
-    "classroom": Recipe(invented_name_share=0.1, **LLAMA_CURRICULUM),
+    "classroom": CLASSROOM,
     # The no-position twin: the classroom recipe with RoPE taken out, so a class can measure how much order
     # the causal mask alone gives back (labs/position_probe.py). No hint: with no position in layer 0 a head
     # there cannot single out the previous token, so the hint could only pull on nothing.
-    "classroom-nope": Recipe(
-        name="classroom-nope", no_position=True, hint_steps=0, invented_name_share=0.1, **LLAMA_CURRICULUM
-    ),
+    "classroom-nope": replace(CLASSROOM, name="classroom-nope", no_position=True, hint_steps=0),
     # The twin: same data, tokenizer and size; GPT-2's block and no hint of any kind. Without the hint its
     # copying circuit needs a gentler start (training_log.md, sessions 5-6): a lower learning rate, short rows
     # of 64, spans from 64 ids first, then twice as many every 75 steps while half the short rows keep the

@@ -44,7 +44,7 @@ def main() -> None:
 
 
 def spread(ev) -> str:
-    """The median's interval and how many random sets were drawn, e.g. "(+0.01..+0.05, 40 sets)"."""
+    """The median's 99% interval and how many random sets were drawn, e.g. "(median; +0.010..+0.050, 40 sets)"."""
     iv = ev.random_interval
     where = "" if iv is None else f"{iv[0]:+.3f}..{iv[1]:+.3f}, "
     return f"(median; {where}{len(ev.random)} sets)"
