@@ -126,7 +126,7 @@ def ablation(rt: Runtime, req: HeadAblationRequest) -> bytes:
                   "second_copy_loss_ablated": r4(rep.second_ablated),
                   "random": [{"heads": s, "second_copy_loss": r4(x)}
                              for s, x in zip(rep.random_heads, rep.second_random, strict=True)],
-                  "second_copy_loss_random": r4(rep.second_random_mean),
+                  "second_copy_loss_random": r4(rep.second_random_median),
                   "sentence": text.repeat_sentence(heads, rep)}  # fmt: skip
         return HeadAblationResponse(model=lm.name, heads=heads, role=req.role, mode=req.mode, prompt=prompt,
                                     repeat=repeat)  # fmt: skip

@@ -192,7 +192,8 @@ class RepeatEffect(Strict):
     second_copy_loss_ablated: float = Field(description="Loss on the second copy with the heads knocked out.")
     random: list[RandomSet] = Field(description="The same number of other heads, drawn at random (seeded).")
     second_copy_loss_random: float | None = Field(
-        description="Mean second-copy loss over the random sets; null if the model has too few other heads."
+        description="Median second-copy loss over the random sets (the typical set, as the atlas's judge "
+        "reads them); null if the model has too few other heads."
     )
     sentence: str
 

@@ -50,10 +50,11 @@ def repeat_sentence(heads: Sequence[Head], r: RepeatKnockout) -> str:
     else:
         verdict = "the model still continues the repeated sequence"
     random_part = ""
-    if r.random_heads and r.second_random_mean is not None:
-        k = len(r.random_heads[0])
+    if r.random_heads and r.second_random_median is not None:
+        k, n = len(r.random_heads[0]), len(r.random_heads)
+        typical = f", the typical (median) one of {n} random sets" if n > 1 else ""
         random_part = (f" (knocking out {k} random other head{'s' if k > 1 else ''} instead: "
-                       f"{r.second:.1f} → {r.second_random_mean:.1f})")  # fmt: skip
+                       f"{r.second:.1f} → {r.second_random_median:.1f}{typical})")  # fmt: skip
     return f"{who} {verdict}: {losses}{random_part}."
 
 

@@ -79,9 +79,12 @@ class RepeatKnockout:
     second_random: list[float]  # second-copy loss with each random set knocked out
 
     @property
-    def second_random_mean(self) -> float | None:
-        """None when the model has too few other heads to draw a set of the same size."""
-        return sum(self.second_random) / len(self.second_random) if self.second_random else None
+    def second_random_median(self) -> float | None:
+        """What knocking out a typical random set does: the median, as the atlas's judge reads the sets (a
+        set that holds a head the model cannot do without, such as its previous-token head, would lift a
+        mean to what that one head costs). None when the model has too few other heads to draw a set of the
+        same size."""
+        return statistics.median(self.second_random) if self.second_random else None
 
 
 def top_probs(lm: LanguageModel, probs: torch.Tensor, k: int) -> list[TokenProb]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 import torch
 from fastapi.testclient import TestClient
@@ -140,7 +142,7 @@ def test_api_heads_ablation_of_one_head(client):
     rep = body["repeat"]
     assert len(rep["random"]) == 5 and all([1, 2] not in s["heads"] for s in rep["random"])
     assert rep["second_copy_loss_random"] == pytest.approx(
-        sum(s["second_copy_loss"] for s in rep["random"]) / 5, abs=1e-3
+        statistics.median(s["second_copy_loss"] for s in rep["random"]), abs=1e-3
     )
     assert "L1H2" in rep["sentence"]
     # The same request gives the same numbers (seeded random heads).

@@ -16,6 +16,11 @@ def test_sentences_read_for_a_class():
         "Without L2H5 the model can no longer continue the repeated sequence: loss on the second copy "
         "0.4 → 6.1 (knocking out 1 random other head instead: 0.4 → 0.5)."
     )
+    # Several random sets: the typical one, not a mean lifted by the set that holds an essential head.
+    sets = RepeatKnockout(48, 7.0, 0.4, 6.1, [[(0, 1)], [(0, 2)], [(0, 3)]], [0.5, 0.6, 9.0])
+    assert repeat_sentence([(2, 5)], sets).endswith(
+        "(knocking out 1 random other head instead: 0.4 → 0.6, the typical (median) one of 3 random sets)."
+    )
     r2 = RepeatKnockout(48, 7.0, 0.4, 0.6, [[(0, 1), (0, 2)]], [0.5])
     assert "still continues" in repeat_sentence([(2, 5), (3, 1)], r2)
     assert "L2H5 and L3H1" in repeat_sentence([(2, 5), (3, 1)], r2)

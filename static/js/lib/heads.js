@@ -137,7 +137,8 @@ export function renderKnockout(target, res) {
     [`without ${res.heads.length === 1 ? "this head" : `these ${res.heads.length} heads`}`, r.second_copy_loss_ablated, "ablated"],
   ];
   if (r.second_copy_loss_random !== null) {
-    losses.push([`without ${res.heads.length} random other head${res.heads.length > 1 ? "s" : ""}`, r.second_copy_loss_random, "random"]);
+    const sets = r.random.length > 1 ? ` (median of ${r.random.length} sets)` : "";
+    losses.push([`without ${res.heads.length} random other head${res.heads.length > 1 ? "s" : ""}${sets}`, r.second_copy_loss_random, "random"]);
   }
   losses.push(["first copy (only guessing)", r.first_copy_loss, "guess"]);
   const lmax = Math.max(...losses.map((x) => x[1]), 1e-9);
