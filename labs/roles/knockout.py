@@ -81,7 +81,7 @@ class RepeatKnockout:
     @property
     def second_random_median(self) -> float | None:
         """What knocking out a typical random set does: the median, as the atlas's judge reads the sets (a
-        set that holds a head the model cannot do without, such as its previous-token head, would lift a
+        set that holds a head the model cannot do without, such as one of its self heads, would lift a
         mean to what that one head costs). None when the model has too few other heads to draw a set of the
         same size."""
         return statistics.median(self.second_random) if self.second_random else None
