@@ -101,6 +101,11 @@ function bar(value, max, cls) {
 
 // The answer of POST /api/heads/ablation: two sentences, the next-token probabilities side by side,
 // and the repeated-sequence losses as bars.
+// The random heads' loss is the median of the seeded sets (the atlas's judge reads them so): say so by the bar.
+export function randomSetsNote(repeat) {
+  return repeat.random.length > 1 ? ` (median of ${repeat.random.length} sets)` : "";
+}
+
 export function renderKnockout(target, res) {
   const p = res.prompt;
   const r = res.repeat;
@@ -137,8 +142,7 @@ export function renderKnockout(target, res) {
     [`without ${res.heads.length === 1 ? "this head" : `these ${res.heads.length} heads`}`, r.second_copy_loss_ablated, "ablated"],
   ];
   if (r.second_copy_loss_random !== null) {
-    const sets = r.random.length > 1 ? ` (median of ${r.random.length} sets)` : "";
-    losses.push([`without ${res.heads.length} random other head${res.heads.length > 1 ? "s" : ""}${sets}`, r.second_copy_loss_random, "random"]);
+    losses.push([`without ${res.heads.length} random other head${res.heads.length > 1 ? "s" : ""}${randomSetsNote(r)}`, r.second_copy_loss_random, "random"]);
   }
   losses.push(["first copy (only guessing)", r.first_copy_loss, "guess"]);
   const lmax = Math.max(...losses.map((x) => x[1]), 1e-9);

@@ -7,6 +7,7 @@
 import * as api from "../../lib/api.js";
 import { el } from "../../lib/dom.js";
 import { fmtBytes, fmtInt, fmtMeasured, positionName } from "../../lib/format.js";
+import { randomSetsNote } from "../../lib/heads.js";
 import { renderClock } from "../../views/ropeclock.js";
 import { renderScore } from "../../views/score.js";
 
@@ -242,7 +243,7 @@ async function induction(ctx) {
   const view = bars([
     ["second copy, every head", r.second_copy_loss, `${r.second_copy_loss.toFixed(2)} nats`],
     [`without ${ab.heads.length} head${ab.heads.length > 1 ? "s" : ""}`, r.second_copy_loss_ablated, `${r.second_copy_loss_ablated.toFixed(2)} nats`],
-    [`without as many random heads${r.random.length > 1 ? ` (median of ${r.random.length} sets)` : ""}`, r.second_copy_loss_random ?? 0, r.second_copy_loss_random === null ? "—" : `${r.second_copy_loss_random.toFixed(2)} nats`],
+    [`without as many random heads${randomSetsNote(r)}`, r.second_copy_loss_random ?? 0, r.second_copy_loss_random === null ? "—" : `${r.second_copy_loss_random.toFixed(2)} nats`],
     ["first copy (nothing to copy)", r.first_copy_loss, `${r.first_copy_loss.toFixed(2)} nats`],
   ]);
   const who = ind.heads.length
