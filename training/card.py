@@ -297,6 +297,9 @@ def short_text(r: dict) -> str:
     text = f"The first {pure} steps train on {rows} only; " if pure else ""
     text += (f"{'then up to' if pure else 'in the first'} step {steps}, one step in {r.get('short_every', 1)} "
              f"trains on {'such rows' if pure else rows} and the others on the mixture.")  # fmt: skip
+    late = r.get("short_late_from", 0)
+    if late:
+        text += f" From step {late} on, one step in {r.get('short_late_every', 2)} trains on them."
     if r.get("early_span_vocab"):
         text += (f" For the first {r['early_span_steps']} steps the random spans draw from the first "
                  f"{r['early_span_vocab']} token ids only (a small alphabet, as in the toys where learned "

@@ -39,6 +39,8 @@ class Recipe:
     short_steps: int = 500  # first steps: every short_every-th step is short rows of one random span
     short_every: int = 2  # repeated (few distractors); the steps between train on the mixture (real text)
     short_pure: int = 300  # ... except the first short_pure steps, which are all short copy rows
+    short_late_from: int = 0  # from this step on (0: never), every short_late_every-th step is short rows
+    short_late_every: int = 2  # instead: more text early, the copying refreshed at the end
     short_seq: int = 128
     short_batch: int = 32
     span_vocab: int = 0  # random spans draw from token ids below this (0: the whole vocabulary)

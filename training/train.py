@@ -61,6 +61,15 @@ def copy_share(step: int, r: Recipe) -> float:
     return r.copy_start + (r.copy_end - r.copy_start) * (step - hold) / max(1, r.steps - 1 - hold)
 
 
+def is_short_step(step: int, r: Recipe) -> bool:
+    """Whether this step trains on short copy rows: all of the first short_pure, then one in short_every
+    up to short_steps (one in short_late_every from short_late_from on, when set)."""
+    if step < r.short_pure:
+        return True
+    every = r.short_late_every if r.short_late_from and step >= r.short_late_from else r.short_every
+    return step < r.short_steps and step % every == 0
+
+
 def lr_at(step: int, r: Recipe) -> float:
     if step < r.warmup:
         return r.lr * (step + 1) / r.warmup
@@ -160,7 +169,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path, new_tokenizer: bool = False) -
     for step in bar:
         hinted = step < r.hint_steps
         frac = copy_share(step, r)
-        short = step < r.short_pure or (step < r.short_steps and step % r.short_every == 0)
+        short = is_short_step(step, r)
         batches.at_step(step)
         x, y, m = batches.short() if short else batches.get(frac)
         for g in opt.param_groups:

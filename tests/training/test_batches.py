@@ -81,3 +81,12 @@ def test_text_rows_draw_the_invented_stories_at_their_share():
     assert 0.15 < share < 0.25
     plain = Batches({p: s for p, s in streams.items() if p != INVENTED}, Recipe(vocab_size=VOCAB, batch=50))
     assert int(plain.get(copy_frac=0.0)[0].min()) >= 1000  # without the knob no row needs the stream
+
+
+def test_short_steps_follow_the_early_then_the_late_rhythm():
+    from training.train import is_short_step  # here: importing train pulls in the model and the labs
+
+    plain = Recipe(short_pure=4, short_steps=20, short_every=3)
+    assert [s for s in range(24) if is_short_step(s, plain)] == [0, 1, 2, 3, 6, 9, 12, 15, 18]
+    late = Recipe(short_pure=4, short_steps=20, short_every=3, short_late_from=12, short_late_every=2)
+    assert [s for s in range(24) if is_short_step(s, late)] == [0, 1, 2, 3, 6, 9, 12, 14, 16, 18]

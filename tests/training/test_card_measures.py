@@ -71,6 +71,9 @@ def test_card_states_the_copy_curriculum_as_the_recipe_ran_it():
     assert "first 300 steps the random spans draw from the first 64 token ids" in text
     assert "twice as many ids every 75 steps" in text
     assert "50% of the short rows keep the first alphabet" in text
+    assert "From step" not in plain
+    late = short_text(asdict(Recipe(short_steps=4200, short_every=3, short_late_from=2800)))
+    assert "one step in 3 trains" in late and "From step 2800 on, one step in 2 trains on them." in late
 
 
 def test_the_card_names_each_training_only_knob_the_recipe_used_and_no_other():
