@@ -102,6 +102,34 @@ def causal_bias(T: int, device: torch.device) -> torch.Tensor:
         return torch.zeros(T, T, device=device).masked_fill_(causal_mask(T, device), float("-inf"))
 
 
+# A score this far below its row's largest gets probability exactly 0 instead of under e^-70 (4e-31), a
+# difference no view, sum or test can see. Left alone, such scores make the softmax write subnormal floats
+# (below 1.2e-38), which this CPU handles about 10x slower in exp and in the weighted sum: on the bundled
+# model's layer 0, whose self heads are sharp, the softmax and pattern @ v took 580 us instead of 110.
+NEGLIGIBLE_SCORE = -70.0
+
+
+def softmax_(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension, written into `scores` (whose values it overwrites), with the
+    probabilities below e^NEGLIGIBLE_SCORE set to 0 (see NEGLIGIBLE_SCORE); -inf stays probability 0."""
+    return _softmax_of_shifted_(scores.sub_(scores.amax(-1, keepdim=True)))
+
+
+def softmax_new(scores: torch.Tensor) -> torch.Tensor:
+    """`softmax_` into one new tensor: for scores the cache keeps or autograd follows (which cannot follow
+    writes in place, so it gets out-of-place ops and their temporaries)."""
+    shifted = scores - scores.amax(-1, keepdim=True)
+    if shifted.requires_grad:
+        return torch.softmax(F.threshold(shifted, NEGLIGIBLE_SCORE, float("-inf")), -1)
+    return _softmax_of_shifted_(shifted)
+
+
+def _softmax_of_shifted_(shifted: torch.Tensor) -> torch.Tensor:
+    """In place, on scores whose row maximum is already 0."""
+    F.threshold_(shifted, NEGLIGIBLE_SCORE, float("-inf"))
+    return torch.softmax(shifted, -1, out=shifted)
+
+
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat([-x2, x1], dim=-1)
@@ -215,7 +243,7 @@ class Attention(nn.Module):
         scores = self.hook_attn_scores(scores, run)
         # In place unless the cache keeps the scores or autograd needs them: one n x n tensor fewer.
         fresh = scores.requires_grad or (run is not None and run.wants(self.hook_attn_scores.name))
-        pattern = torch.softmax(scores, dim=-1) if fresh else torch.softmax(scores, -1, out=scores)
+        pattern = softmax_new(scores) if fresh else softmax_(scores)
         return self.hook_pattern(pattern, run) @ v  # (B, H, T, d)
 
     def attend_rows(self, q, k, v, run: Run | None) -> torch.Tensor:
@@ -233,7 +261,7 @@ class Attention(nn.Module):
             rows = pattern[:, :, r0:r1, :r1] if keep else pattern[:, :, : r1 - r0, :r1]  # (B, H, r, r1)
             torch.matmul(q[:, :, r0:r1], k[:, :, :r1].transpose(-1, -2), out=rows)
             rows[..., r0:r1].masked_fill_(future[: r1 - r0, : r1 - r0], float("-inf"))
-            torch.softmax(rows, -1, out=rows)
+            softmax_(rows)
             torch.matmul(rows, v[:, :, :r1], out=z[:, :, r0:r1])
             if keep:
                 pattern[:, :, r0:r1, r1:] = 0.0  # the future keys: probability exactly 0

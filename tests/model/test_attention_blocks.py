@@ -64,3 +64,21 @@ def test_attention_pattern_is_float32_in_reduced_precision(arch, dtype):
     # and the reduced-precision pattern stays close to the float32 model's
     _, exact = run_capture(ref, idx, names[:1])
     torch.testing.assert_close(cache[names[0]], exact[names[0]], atol=2e-2, rtol=0)
+
+
+def test_the_softmax_writes_no_subnormal_probabilities_and_moves_none_by_more_than_e_minus_70():
+    from model.transformer import softmax_, softmax_new
+
+    g = torch.Generator().manual_seed(0)
+    # Sharp rows, as a self head's: gaps of 80-120 between the top score and the rest.
+    scores = torch.randn(2, 4, 16, 16, generator=g) * 30
+    scores += torch.eye(16) * 100
+    scores.masked_fill_(torch.ones(16, 16, dtype=torch.bool).triu(1), float("-inf"))
+    exact = torch.softmax(scores.double(), -1)
+    tiny = torch.finfo(torch.float32).tiny
+    assert ((torch.softmax(scores, -1) > 0) & (torch.softmax(scores, -1) < tiny)).any()  # what it avoids
+    for pattern in (softmax_new(scores), softmax_(scores.clone())):
+        assert not ((pattern > 0) & (pattern < tiny)).any()
+        assert (pattern.triu(1) == 0).all()  # the future stays exactly 0
+        assert (pattern.double() - exact).abs().max() < 1e-6
+        assert (pattern.double() - exact).abs()[pattern == 0].max() < 4e-31  # only e^-70 and below set to 0
