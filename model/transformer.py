@@ -104,7 +104,7 @@ def causal_bias(T: int, device: torch.device) -> torch.Tensor:
 
 # A score this far below its row's largest gets probability exactly 0 instead of under e^-70 (4e-31), a
 # difference no view, sum or test can see. Left alone, such scores make the softmax write subnormal floats
-# (below 1.2e-38), which this CPU handles about 10x slower in exp and in the weighted sum: on the bundled
+# (below 1.2e-38), which this CPU's exp and weighted sum handle on a slow path: on the bundled
 # model's layer 0, whose self heads are sharp, the softmax and pattern @ v took 580 us instead of 110.
 NEGLIGIBLE_SCORE = -70.0
 
