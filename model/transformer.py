@@ -112,22 +112,18 @@ NEGLIGIBLE_SCORE = -70.0
 def softmax_(scores: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dimension, written into `scores` (whose values it overwrites), with the
     probabilities below e^NEGLIGIBLE_SCORE set to 0 (see NEGLIGIBLE_SCORE); -inf stays probability 0."""
-    return _softmax_of_shifted_(scores.sub_(scores.amax(-1, keepdim=True)))
+    scores.sub_(scores.amax(-1, keepdim=True))
+    F.threshold_(scores, NEGLIGIBLE_SCORE, float("-inf"))
+    return torch.softmax(scores, -1, out=scores)
 
 
 def softmax_new(scores: torch.Tensor) -> torch.Tensor:
-    """`softmax_` into one new tensor: for scores the cache keeps or autograd follows (which cannot follow
-    writes in place, so it gets out-of-place ops and their temporaries)."""
-    shifted = scores - scores.amax(-1, keepdim=True)
-    if shifted.requires_grad:
+    """`softmax_` into a new tensor: for scores the cache keeps or autograd follows (which cannot follow
+    writes in place, so it gets out-of-place ops)."""
+    if scores.requires_grad:
+        shifted = scores - scores.amax(-1, keepdim=True)
         return torch.softmax(F.threshold(shifted, NEGLIGIBLE_SCORE, float("-inf")), -1)
-    return _softmax_of_shifted_(shifted)
-
-
-def _softmax_of_shifted_(shifted: torch.Tensor) -> torch.Tensor:
-    """In place, on scores whose row maximum is already 0."""
-    F.threshold_(shifted, NEGLIGIBLE_SCORE, float("-inf"))
-    return torch.softmax(shifted, -1, out=shifted)
+    return softmax_(scores.clone())
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

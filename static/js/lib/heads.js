@@ -99,13 +99,13 @@ function bar(value, max, cls) {
   return track;
 }
 
-// The answer of POST /api/heads/ablation: two sentences, the next-token probabilities side by side,
-// and the repeated-sequence losses as bars.
 // The random heads' loss is the median of the seeded sets (the atlas's judge reads them so): say so by the bar.
 export function randomSetsNote(repeat) {
   return repeat.random.length > 1 ? ` (median of ${repeat.random.length} sets)` : "";
 }
 
+// The answer of POST /api/heads/ablation: two sentences, the next-token probabilities side by side,
+// and the repeated-sequence losses as bars.
 export function renderKnockout(target, res) {
   const p = res.prompt;
   const r = res.repeat;
