@@ -281,6 +281,9 @@ def scaffold_text(r: dict) -> str:
         text += (f" On rows holding a copy episode, {which} of every layer from layer "
                  f"{r.get('copy_free_first_layer', 0)} up ran but got no gradient (`training/free_heads.py`), so "
                  "they learned from real text alone.")  # fmt: skip
+        if r.get("copy_free_layer0_steps") and not r.get("copy_free_first_layer"):
+            text += (f" In layer 0 only for the first {r['copy_free_layer0_steps']} steps; after that they learned "
+                     "from the copy rows too.")  # fmt: skip
     if r.get("copy_dropout"):
         heads = "copying heads" if n_free else "heads"
         text += (f" After the hint, the {heads} of layer {r.get('copy_dropout_layer', 1)} were knocked out on "

@@ -57,6 +57,8 @@ class Recipe:
     copy_free_heads: int = 0  # the last this many heads of each layer learn nothing from copy rows ...
     copy_free_first_layer: int = 0  # ... in the layers from this one up (training/free_heads.py)
     copy_free_spread: bool = False  # True: the last of each K/V group instead of the layer's last heads
+    copy_free_layer0_steps: int = 0  # layer 0's free heads are free only for this many steps (0: all), then
+    # learn from copy rows too, so their pattern is trained on random tokens once the copy circuit has formed
     hint_steps: int = 300  # previous-token hint on layer 0 head 0 (training/hint.py) for these steps
     hint_weight: float = 1.0
     hint_dropout: float = 0.0  # after the hint, the hinted head is knocked out on this share of rows, so the

@@ -61,6 +61,14 @@ def copy_share(step: int, r: Recipe) -> float:
     return r.copy_start + (r.copy_end - r.copy_start) * (step - hold) / max(1, r.steps - 1 - hold)
 
 
+def free_from_layer(step: int, r: Recipe) -> int:
+    """The first layer whose copy-free heads get no gradient from copy rows at this step: layer 0's stop
+    being free after copy_free_layer0_steps, when set."""
+    if r.copy_free_layer0_steps and step >= r.copy_free_layer0_steps:
+        return max(1, r.copy_free_first_layer)
+    return r.copy_free_first_layer
+
+
 def is_short_step(step: int, r: Recipe) -> bool:
     """Whether this step trains on short copy rows: all of the first short_pure, then one in short_every
     up to short_steps (one in short_late_every from short_late_from on, when set)."""
@@ -177,7 +185,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path, new_tokenizer: bool = False) -
         # Fused attention: training never looks at the pattern; the hint reads q and k from the cache.
         run = Run(impl="sdpa", capture=hint.names if hinted else None)
         free_copy_heads(
-            run, net.cfg, r.copy_free_heads, batches.copy_rows, r.copy_free_first_layer, r.copy_free_spread
+            run, net.cfg, r.copy_free_heads, batches.copy_rows, free_from_layer(step, r), r.copy_free_spread
         )
         if r.hint_dropout and r.hint_steps and not hinted:
             drop_hinted_head(run, torch.rand(x.shape[0], generator=dropout_rng) < r.hint_dropout)

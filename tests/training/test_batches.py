@@ -90,3 +90,14 @@ def test_short_steps_follow_the_early_then_the_late_rhythm():
     assert [s for s in range(24) if is_short_step(s, plain)] == [0, 1, 2, 3, 6, 9, 12, 15, 18]
     late = Recipe(short_pure=4, short_steps=20, short_every=3, short_late_from=12, short_late_every=2)
     assert [s for s in range(24) if is_short_step(s, late)] == [0, 1, 2, 3, 6, 9, 12, 14, 16, 18]
+
+
+def test_layer_0_free_heads_stop_being_free_after_their_steps():
+    from training.train import free_from_layer  # here: importing train pulls in the model and the labs
+
+    always = Recipe(copy_free_heads=4)
+    assert {free_from_layer(s, always) for s in range(3000)} == {0}
+    until = Recipe(copy_free_heads=4, copy_free_layer0_steps=600)
+    assert [free_from_layer(s, until) for s in (0, 599, 600, 2599)] == [0, 0, 1, 1]
+    higher = Recipe(copy_free_heads=4, copy_free_first_layer=2, copy_free_layer0_steps=600)
+    assert {free_from_layer(s, higher) for s in range(3000)} == {2}  # layer 0 was never free there

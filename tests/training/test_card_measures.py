@@ -84,3 +84,6 @@ def test_the_card_names_each_training_only_knob_the_recipe_used_and_no_other():
     assert "the last 4 heads of every layer" in text
     assert "copying heads of layer 1 were knocked out on 50% of the copy rows" in text
     assert "learned without any hint" not in text  # the hint dropout was off
+    assert "In layer 0" not in text
+    later = scaffold_text({"copy_free_heads": 4, "copy_free_layer0_steps": 600})
+    assert "In layer 0 only for the first 600 steps; after that they learned from the copy rows too." in later

@@ -69,7 +69,8 @@ def test_the_twins_share_tokenizer_size_and_recipe():
     added = {"early_span_vocab": 0, "early_span_steps": 0, "span_double_every": 0, "early_span_keep": 0.0,
              "copy_free_heads": 0, "copy_free_first_layer": 0, "copy_free_spread": False,
              "no_position": False, "hint_dropout": 0.0, "copy_dropout": 0.0, "copy_dropout_layer": 1,
-             "invented_name_share": 0.0, "short_late_from": 0, "short_late_every": 2}  # fmt: skip
+             "invented_name_share": 0.0, "short_late_from": 0, "short_late_every": 2,
+             "copy_free_layer0_steps": 0}  # fmt: skip
     assert all(getattr(Recipe(), k) == v for k, v in added.items())
     ra, rb = ({**added, **read_figures(m.card)["training"]["recipe"]} for m in (a, b))
     differ = {k for k in ra if ra[k] != rb[k]}
@@ -78,7 +79,7 @@ def test_the_twins_share_tokenizer_size_and_recipe():
     # the corpus, mixture, copy rows, seed, size and tokenizer are the same.
     curriculum = {"lr", "short_seq", "short_steps", "short_every", "short_late_from", "short_late_every", "steps",
                   "early_span_vocab", "early_span_steps", "span_double_every", "early_span_keep",
-                  "copy_free_heads"}  # fmt: skip
+                  "copy_free_heads", "copy_free_layer0_steps"}  # fmt: skip
     assert differ <= {"name", "arch", "n_kv_head", "d_ff", "hint_steps", "hint_dropout"} | curriculum, differ
     assert rb["hint_steps"] == 0 and ra == vars(RECIPES["classroom"])
     assert rb == vars(RECIPES["classroom-gpt2"])
