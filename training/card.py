@@ -369,9 +369,11 @@ def architecture_text(cfg, size_mb: float, dtype: str) -> str:
     if cfg.arch == "llama":
         position = ("no positional encoding at all (no RoPE, no position vectors: order only from the causal "
                     "mask)") if cfg.no_position else f"RoPE (base {cfg.rope_base:g})"  # fmt: skip
+        bias = (" Queries, keys and values have biases, as Qwen2's do: under RoPE the query bias times the key "
+                "bias depends on the distance alone, so a head can prefer nearby tokens whatever they are.")
         return (f"Llama-style: {cfg.n_head} query heads sharing {cfg.n_kv_head} key/value heads (grouped-query "
                 f"attention, groups of {cfg.n_rep}), SwiGLU feed-forward {cfg.d_ff}, RMSNorm, {position}, "
-                f"pre-norm. {common}")  # fmt: skip
+                f"pre-norm.{bias if cfg.qkv_bias else ''} {common}")  # fmt: skip
     return (f"GPT-2-style: {cfg.n_head} heads of full multi-head attention, GELU feed-forward {cfg.d_ff}, "
             f"LayerNorm, learned position embeddings, pre-norm. {common}")  # fmt: skip
 

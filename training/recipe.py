@@ -23,6 +23,8 @@ class Recipe:
     n_kv_head: int = 4
     d_model: int = 256
     d_ff: int = 704
+    qkv_bias: bool = False  # biases on queries, keys and values (as Qwen2 has): under RoPE the query bias times
+    # the key bias depends on the distance alone, so a head can prefer nearby tokens whatever the tokens are
     seq: int = 256  # training length = context length
     batch: int = 8
     steps: int = 1300

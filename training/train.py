@@ -106,6 +106,14 @@ def val_losses(
     return out
 
 
+def model_config(r: Recipe, vocab_size: int) -> ModelConfig:
+    """The block the recipe trains (the tokenizer sets the vocabulary)."""
+    return ModelConfig(arch=r.arch, vocab_size=vocab_size, n_layer=r.n_layer, n_head=r.n_head,
+                       n_kv_head=r.n_kv_head, d_model=r.d_model, d_ff=r.d_ff, context_length=r.seq,
+                       tie_embeddings=True, no_position=r.no_position, qkv_bias=r.qkv_bias,
+                       name=r.name)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="Train a classroom model.")
     ap.add_argument("--model", choices=sorted(RECIPES), default="classroom",
@@ -151,10 +159,7 @@ def train(r: Recipe, corpus_dir: Path, out: Path, new_tokenizer: bool = False) -
     corpus_minutes = round((time.time() - t_start) / 60, 2)
     print("train tokens:", {p: len(s) for p, s in streams.items()}, f"({time.time() - t_start:.0f}s)")
 
-    cfg = ModelConfig(arch=r.arch, vocab_size=tok.vocab_size, n_layer=r.n_layer, n_head=r.n_head,
-                      n_kv_head=r.n_kv_head, d_model=r.d_model, d_ff=r.d_ff, context_length=r.seq,
-                      tie_embeddings=True, no_position=r.no_position, name=r.name)  # fmt: skip
-    net = Transformer(cfg)
+    net = Transformer(model_config(r, tok.vocab_size))
     net.init_weights(r.seed)
     decay = [p for p in net.parameters() if p.dim() >= 2]
     no_decay = [p for p in net.parameters() if p.dim() < 2]

@@ -101,3 +101,36 @@ def test_layer_0_free_heads_stop_being_free_after_their_steps():
     assert [free_from_layer(s, until) for s in (0, 599, 600, 2599)] == [0, 0, 1, 1]
     higher = Recipe(copy_free_heads=4, copy_free_first_layer=2, copy_free_layer0_steps=600)
     assert {free_from_layer(s, higher) for s in range(3000)} == {2}  # layer 0 was never free there
+
+
+def test_qkv_bias_gives_a_head_a_preference_for_distance_whatever_the_tokens():
+    """The card's claim for `qkv_bias`: under RoPE the query bias times the key bias depends only on how far
+    back the key is, so with every weight zero the pattern is the same for any tokens and any start."""
+    import torch
+
+    from model.hooks import Run, act_name
+    from model.transformer import Transformer
+    from training.train import model_config
+
+    r = Recipe(qkv_bias=True, n_layer=1, n_head=2, n_kv_head=1, d_model=16, d_ff=32, seq=12)
+    cfg = model_config(r, vocab_size=50)
+    assert cfg.qkv_bias and not model_config(Recipe(), 50).qkv_bias
+    net = Transformer(cfg)
+    attn = net.blocks[0].attn
+    assert attn.q_proj.bias is not None and attn.k_proj.bias is not None
+    with torch.no_grad():
+        for p in (attn.q_proj.weight, attn.k_proj.weight):
+            p.zero_()
+        g = torch.Generator().manual_seed(0)
+        attn.q_proj.bias.copy_(torch.randn(attn.q_proj.bias.shape, generator=g) * 3)
+        attn.k_proj.bias.copy_(torch.randn(attn.k_proj.bias.shape, generator=g) * 3)
+    name = act_name("pattern", 0)
+    patterns = []
+    for ids in ([1, 2, 3, 4, 5, 6, 7, 8], [40, 9, 9, 31, 2, 17, 44, 5]):
+        run = Run(capture={name})
+        net(torch.tensor([ids]), run)
+        patterns.append(run.cache[name][0])
+    torch.testing.assert_close(patterns[0], patterns[1])
+    a = patterns[0][0]  # head 0: the row of query 7 shifted by one is the row of query 6 (Toeplitz)
+    torch.testing.assert_close(a[7, 1:] / a[7, 1:].sum(), a[6, :7] / a[6, :7].sum())
+    assert not torch.allclose(a[7, :8], torch.full((8,), 1 / 8))  # not uniform: distance matters

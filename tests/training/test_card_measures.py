@@ -87,3 +87,14 @@ def test_the_card_names_each_training_only_knob_the_recipe_used_and_no_other():
     assert "In layer 0" not in text
     later = scaffold_text({"copy_free_heads": 4, "copy_free_layer0_steps": 600})
     assert "In layer 0 only for the first 600 steps; after that they learned from the copy rows too." in later
+
+
+def test_the_card_says_when_queries_keys_and_values_have_biases():
+    from training.card import architecture_text
+    from training.recipe import Recipe
+    from training.train import model_config
+
+    plain = architecture_text(model_config(Recipe(), 8192), 5.0, "bfloat16")
+    biased = architecture_text(model_config(Recipe(qkv_bias=True), 8192), 5.0, "bfloat16")
+    assert "biases" not in plain and "Queries, keys and values have biases, as Qwen2's do" in biased
+    assert biased.startswith("Llama-style: 8 query heads sharing 4 key/value heads")
