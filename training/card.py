@@ -281,6 +281,9 @@ def scaffold_text(r: dict) -> str:
         text += (f" On rows holding a copy episode, {which} of every layer from layer "
                  f"{r.get('copy_free_first_layer', 0)} up ran but got no gradient (`training/free_heads.py`), so "
                  "they learned from real text alone.")  # fmt: skip
+        if r.get("copy_free_text"):
+            text += (" Only inside the copy episode itself, though: at the real text around it they learned as on "
+                     "any other row, with the random tokens in view.")  # fmt: skip
         if r.get("copy_free_layer0_steps") and not r.get("copy_free_first_layer"):
             text += (f" In layer 0 only for the first {r['copy_free_layer0_steps']} steps; after that they learned "
                      "from the copy rows too.")  # fmt: skip
@@ -369,8 +372,10 @@ def architecture_text(cfg, size_mb: float, dtype: str) -> str:
     if cfg.arch == "llama":
         position = ("no positional encoding at all (no RoPE, no position vectors: order only from the causal "
                     "mask)") if cfg.no_position else f"RoPE (base {cfg.rope_base:g})"  # fmt: skip
-        bias = (" Queries, keys and values have biases, as Qwen2's do: under RoPE the query bias times the key "
-                "bias depends on the distance alone, so a head can prefer nearby tokens whatever they are.")
+        bias = (
+            " Queries, keys and values have biases, as Qwen2's do: under RoPE the query bias times the key "
+            "bias depends on the distance alone, so a head can prefer nearby tokens whatever they are."
+        )
         return (f"Llama-style: {cfg.n_head} query heads sharing {cfg.n_kv_head} key/value heads (grouped-query "
                 f"attention, groups of {cfg.n_rep}), SwiGLU feed-forward {cfg.d_ff}, RMSNorm, {position}, "
                 f"pre-norm.{bias if cfg.qkv_bias else ''} {common}")  # fmt: skip

@@ -110,7 +110,8 @@ def load_corpus(folder: Path, seed: int) -> None:
 class Batches:
     """Rows of `seq` tokens and a loss mask. Copy episodes always sit inside one row, so the
     second copy is predictable from the first within the context window. After each batch,
-    `copy_rows` (B,) says which of its rows hold a copy episode (for training/free_heads.py)."""
+    `copy_rows` (B,) says which of its rows hold a copy episode and `episode_positions` (B, T) which
+    input positions lie inside one (for training/free_heads.py)."""
 
     def __init__(self, streams: dict[str, np.ndarray], r: Recipe) -> None:
         self.streams, self.r = streams, r
@@ -137,14 +138,17 @@ class Batches:
         i = int(self.rng.integers(0, len(s) - n - 1))
         return s[i : i + n]
 
-    def copy_row(self) -> tuple[np.ndarray, np.ndarray]:
+    def copy_row(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A row with one copy episode (real text around it unless packed): tokens, loss mask, and which
+        positions belong to the episode."""
         T = self.r.seq + 1
-        toks, mask = [], []
+        toks, mask, episode = [], [], []
         n = 0
         if not self.r.packed and self.rng.random() < 0.5:
             lead = int(self.rng.integers(1, 100))  # some episodes start after real text
             toks.append(self.natural(lead))
             mask.append(np.ones(lead, bool))
+            episode.append(np.zeros(lead, bool))
             n = lead
         first_episode = True
         while n < T:
@@ -152,6 +156,7 @@ class Batches:
                 # One episode per row, like the probe: the only distractors are real text.
                 toks.append(self.natural(T - n))
                 mask.append(np.ones(T - n, bool))
+                episode.append(np.zeros(T - n, bool))
                 break
             first_episode = False
             L = int(self.rng.integers(self.r.span_min, self.r.span_max + 1))
@@ -168,10 +173,9 @@ class Batches:
             for t, m in pieces:
                 toks.append(t)
                 mask.append(m)
+                episode.append(np.ones(len(t), bool))
                 n += len(t)
-        x = np.concatenate(toks)[:T]
-        m = np.concatenate(mask)[:T]
-        return x, m
+        return np.concatenate(toks)[:T], np.concatenate(mask)[:T], np.concatenate(episode)[:T]
 
     def short(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rows of short_seq tokens: one random span repeated to fill the row; loss on the repeats."""
@@ -193,20 +197,23 @@ class Batches:
         x = torch.from_numpy(np.stack(xs).astype(np.int64))
         m = torch.from_numpy(np.stack(ms))
         self.copy_rows = torch.ones(len(xs), dtype=torch.bool)
+        self.episode_positions = torch.ones(len(xs), T - 1, dtype=torch.bool)
         return x[:, :-1], x[:, 1:], m[:, 1:]
 
     def get(self, copy_frac: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         T = self.r.seq + 1
-        xs, ms, copies = [], [], []
+        xs, ms, eps, copies = [], [], [], []
         for _ in range(self.r.batch):
             copies.append(self.rng.random() < copy_frac)
             if copies[-1]:
-                x, m = self.copy_row()
+                x, m, ep = self.copy_row()
             else:
-                x, m = self.natural(T), np.ones(T, bool)
+                x, m, ep = self.natural(T), np.ones(T, bool), np.zeros(T, bool)
             xs.append(x)
             ms.append(m)
+            eps.append(ep)
         x = torch.from_numpy(np.stack(xs).astype(np.int64))
         m = torch.from_numpy(np.stack(ms))
         self.copy_rows = torch.tensor(copies, dtype=torch.bool)
+        self.episode_positions = torch.from_numpy(np.stack(eps))[:, :-1]  # the inputs' positions
         return x[:, :-1], x[:, 1:], m[:, 1:]  # mask follows the target token

@@ -43,12 +43,15 @@ def free_copy_heads(
     spread: bool = False,
 ) -> Run:  # fmt: skip
     """Add to `run` a hook on the hook_z (B, T, H, d) of every layer from `first_layer` up that stops the
-    gradient of the free heads (`free_head_indices`) on the rows where `copy_rows` (B,) is True. The
-    forward is unchanged; so is the gradient of every other head and row."""
+    gradient of the free heads (`free_head_indices`) on the rows where `copy_rows` (B,) is True, or, given
+    a (B, T) mask, only at the positions where it is True (the copy episode itself, so the real text around
+    it still teaches them). The forward is unchanged; so is the gradient of every other head and place."""
     if not n_free or not bool(copy_rows.any()):
         return run
-    stop = torch.zeros(copy_rows.shape[0], 1, cfg.n_head, 1, dtype=torch.bool)
-    stop[copy_rows.nonzero()[:, :1], :, free_head_indices(cfg, n_free, spread)] = True
+    where = copy_rows if copy_rows.dim() == 2 else copy_rows[:, None]  # (B, T) or (B, 1)
+    heads = torch.zeros(cfg.n_head, dtype=torch.bool)
+    heads[free_head_indices(cfg, n_free, spread)] = True
+    stop = (where[:, :, None] & heads)[..., None]  # (B, T or 1, H, 1)
 
     def stop_free(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
         return torch.where(stop.to(z.device), z.detach(), z)

@@ -23,8 +23,8 @@ class Recipe:
     n_kv_head: int = 4
     d_model: int = 256
     d_ff: int = 704
-    qkv_bias: bool = False  # biases on queries, keys and values (as Qwen2 has): under RoPE the query bias times
-    # the key bias depends on the distance alone, so a head can prefer nearby tokens whatever the tokens are
+    qkv_bias: bool = False  # query, key and value biases (as Qwen2 has): under RoPE the query bias times the
+    # key bias depends on the distance alone, so a head can prefer nearby tokens whatever the tokens are
     seq: int = 256  # training length = context length
     batch: int = 8
     steps: int = 1300
@@ -59,6 +59,9 @@ class Recipe:
     copy_free_heads: int = 0  # the last this many heads of each layer learn nothing from copy rows ...
     copy_free_first_layer: int = 0  # ... in the layers from this one up (training/free_heads.py)
     copy_free_spread: bool = False  # True: the last of each K/V group instead of the layer's last heads
+    copy_free_text: bool = False  # True: on copy rows the free heads are stopped only inside the episode and
+    # learn at the real text around it, so they learn to read text with random tokens in view (the atlas's
+    # control for a local head is random tokens, which a head that never learned beside them misreads)
     copy_free_layer0_steps: int = 0  # layer 0's free heads are free only for this many steps (0: all), then
     # learn from copy rows too, so their pattern is trained on random tokens once the copy circuit has formed
     hint_steps: int = 300  # previous-token hint on layer 0 head 0 (training/hint.py) for these steps

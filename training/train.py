@@ -189,8 +189,9 @@ def train(r: Recipe, corpus_dir: Path, out: Path, new_tokenizer: bool = False) -
             g["lr"] = lr_at(step, r)
         # Fused attention: training never looks at the pattern; the hint reads q and k from the cache.
         run = Run(impl="sdpa", capture=hint.names if hinted else None)
+        stopped = batches.episode_positions if r.copy_free_text else batches.copy_rows
         free_copy_heads(
-            run, net.cfg, r.copy_free_heads, batches.copy_rows, free_from_layer(step, r), r.copy_free_spread
+            run, net.cfg, r.copy_free_heads, stopped, free_from_layer(step, r), r.copy_free_spread
         )
         if r.hint_dropout and r.hint_steps and not hinted:
             drop_hinted_head(run, torch.rand(x.shape[0], generator=dropout_rng) < r.hint_dropout)

@@ -87,6 +87,9 @@ def test_the_card_names_each_training_only_knob_the_recipe_used_and_no_other():
     assert "In layer 0" not in text
     later = scaffold_text({"copy_free_heads": 4, "copy_free_layer0_steps": 600})
     assert "In layer 0 only for the first 600 steps; after that they learned from the copy rows too." in later
+    assert "Only inside the copy episode" not in later
+    beside = scaffold_text({"copy_free_heads": 4, "copy_free_text": True})
+    assert "Only inside the copy episode itself, though: at the real text around it they learned" in beside
 
 
 def test_the_card_says_when_queries_keys_and_values_have_biases():

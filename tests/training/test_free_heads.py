@@ -73,3 +73,38 @@ def test_spread_free_heads_are_the_last_of_each_kv_group_and_get_no_gradient_fro
         free_head_indices(cfg, 1, spread=True)
     with pytest.raises(ValueError, match="0..4"):
         free_head_indices(cfg, 5)
+
+
+def test_with_a_position_mask_free_heads_learn_at_the_text_beside_the_episode_only():
+    """`copy_free_text`: a (B, T) mask stops the free heads' outputs inside the episode only."""
+    episode = torch.zeros(4, 16, dtype=torch.bool)
+    episode[0, 8:] = True  # row 0: text, then the episode to the end of the row
+
+    def grads(loss_at: slice) -> list[torch.Tensor]:
+        net = tiny_model().train()
+        logits = net(IDX, free_copy_heads(Run(impl="sdpa"), net.cfg, 2, episode))
+        logits[0, loss_at].logsumexp(-1).mean().backward()
+        return [b.attn.q_proj.weight.grad.view(net.cfg.n_head, net.cfg.hd, -1) for b in net.blocks]
+
+    for grad in grads(slice(0, 8)):  # the text before the episode teaches every head
+        assert grad[2:].abs().max() > 0
+    last = grads(slice(8, 16))[-1]  # in the episode the last layer's free heads learn nothing
+    assert last[2:].abs().max() == 0 and last[:2].abs().max() > 0
+
+
+def test_batches_mark_the_episode_inside_each_copy_row():
+    streams = {p: torch.randint(0, 300, (5000,)).numpy() for p in ("stories", "brown", "wordnet", "bible")}
+    b = Batches(streams, Recipe(vocab_size=300, batch=64, random_span_share=1.0, repeats_max=2))
+    x, _, _ = b.get(0.5)
+    assert b.episode_positions.shape == x.shape
+    assert not b.episode_positions[~b.copy_rows].any()
+    for row, ep in zip(x[b.copy_rows], b.episode_positions[b.copy_rows], strict=True):
+        where = ep.nonzero()[:, 0]
+        assert len(where) and (where.diff() == 1).all()  # one unbroken stretch
+        tokens = row[where]
+        if where[-1] < len(row) - 1:  # the whole episode fits: a span of distinct tokens, then it again
+            half = len(tokens) // 2
+            assert len(tokens) % 2 == 0 and torch.equal(tokens[:half], tokens[half:])
+            assert len(set(tokens[:half].tolist())) == half
+    b.short()
+    assert b.episode_positions.all() and b.episode_positions.shape == (b.r.short_batch, b.r.short_seq)
