@@ -14,11 +14,12 @@ COPY_ROWS = torch.tensor([True, False, True, False])
 
 
 def q_grads(
-    rows: torch.Tensor, n_free: int, first_layer: int = 0, spread: bool = False
+    rows, n_free: int, first_layer: int = 0, spread: bool = False, stopped: torch.Tensor = COPY_ROWS
 ) -> list[torch.Tensor]:
-    """Each layer's q_proj gradient per head (H, d, D) from a loss on `rows` only."""
+    """Each layer's q_proj gradient per head (H, d, D) from a loss on `rows` only (any index of the
+    (B, T) logits), with the free heads stopped where `stopped` says."""
     net = tiny_model().train()
-    logits = net(IDX, free_copy_heads(Run(impl="sdpa"), net.cfg, n_free, COPY_ROWS, first_layer, spread))
+    logits = net(IDX, free_copy_heads(Run(impl="sdpa"), net.cfg, n_free, stopped, first_layer, spread))
     logits[rows].logsumexp(-1).mean().backward()
     return [b.attn.q_proj.weight.grad.view(net.cfg.n_head, net.cfg.hd, -1) for b in net.blocks]
 
@@ -80,15 +81,10 @@ def test_with_a_position_mask_free_heads_learn_at_the_text_beside_the_episode_on
     episode = torch.zeros(4, 16, dtype=torch.bool)
     episode[0, 8:] = True  # row 0: text, then the episode to the end of the row
 
-    def grads(loss_at: slice) -> list[torch.Tensor]:
-        net = tiny_model().train()
-        logits = net(IDX, free_copy_heads(Run(impl="sdpa"), net.cfg, 2, episode))
-        logits[0, loss_at].logsumexp(-1).mean().backward()
-        return [b.attn.q_proj.weight.grad.view(net.cfg.n_head, net.cfg.hd, -1) for b in net.blocks]
-
-    for grad in grads(slice(0, 8)):  # the text before the episode teaches every head
+    for grad in q_grads((0, slice(0, 8)), n_free=2, stopped=episode):  # the text before it teaches every head
         assert grad[2:].abs().max() > 0
-    last = grads(slice(8, 16))[-1]  # in the episode the last layer's free heads learn nothing
+    # Inside the episode the last layer's free heads learn nothing.
+    last = q_grads((0, slice(8, 16)), n_free=2, stopped=episode)[-1]
     assert last[2:].abs().max() == 0 and last[:2].abs().max() > 0
 
 
