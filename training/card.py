@@ -317,6 +317,11 @@ def short_text(r: dict) -> str:
         keep = r.get("early_span_keep", 0)
         if keep:
             text += f" After that, {keep:.0%} of the short rows keep the first alphabet."
+    reuse = r.get("span_reuse", 0)
+    if reuse:
+        text += (f" From step {pure} on, {reuse:.0%} of the random spans (short rows and copy episodes alike) drew "
+                 "their tokens with repeats from an alphabet half the span's length, so a token recurs with "
+                 "different successors and copying means matching the last two or three tokens, not one.")  # fmt: skip
     return text
 
 

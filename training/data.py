@@ -132,6 +132,15 @@ class Batches:
             self.span_vocab = small
         else:
             self.span_vocab = min(full, small * 2 ** ((step - hold) // every + 1))
+        # After the pure copy phase, once single-token induction has formed (it forms there or not at all)
+        self.reuse = bool(self.r.span_reuse) and step >= self.r.short_pure
+
+    def random_span(self, length: int, ids: int) -> np.ndarray:
+        """`length` distinct ids below `ids`, or (span_reuse) ids drawn with repeats from `length` // 2 of them."""
+        if self.reuse and self.rng.random() < self.r.span_reuse:
+            alphabet = self.rng.permutation(ids)[: max(2, length // 2)]
+            return self.rng.choice(alphabet, length).astype(np.int32)
+        return self.rng.permutation(ids)[:length].astype(np.int32)
 
     def natural(self, n: int) -> np.ndarray:
         s = self.streams[self.parts[self.rng.choice(len(self.parts), p=self.weights)]]
@@ -161,7 +170,7 @@ class Batches:
             first_episode = False
             L = int(self.rng.integers(self.r.span_min, self.r.span_max + 1))
             if self.rng.random() < self.r.random_span_share:
-                span = self.rng.permutation(self.span_vocab)[:L].astype(np.int32)
+                span = self.random_span(L, self.span_vocab)
                 k = int(self.rng.integers(2, self.r.repeats_max + 1))
                 first_mask = np.zeros(L, bool)  # unpredictable: no loss
                 rep_mask = np.ones(L, bool)
@@ -190,7 +199,7 @@ class Batches:
                 and self.rng.random() < self.r.early_span_keep
             ):
                 ids = min(ids, self.r.early_span_vocab)  # a row on the early alphabet
-            span = self.rng.permutation(ids)[:L]
+            span = self.random_span(L, ids)
             reps = -(-T // L)
             xs.append(np.tile(span, reps)[:T])
             ms.append(np.arange(T) >= L)

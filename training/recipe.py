@@ -54,6 +54,12 @@ class Recipe:
     # (so the circuit found there stays useful while the wider alphabet is learnt)
     packed: bool = False  # many episodes per row; False: one episode per row, real text around it
     random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
+    span_reuse: float = (
+        0.0  # of random spans after the first short_pure steps: tokens drawn with repeats from
+    )
+    # an alphabet half the span's length, so a token recurs with different successors and the copier must match
+    # the last two or three tokens, not one: a head that reads a fixed few positions back, whatever the tokens,
+    # is then worth learning (the atlas's local role asks for that on random tokens)
     invented_name_share: float = 0.0  # of text rows: stories whose characters have invented two-word names,
     # so the name's second word is predictable only from context (training/invented_names.py)
     copy_free_heads: int = 0  # the last this many heads of each layer learn nothing from copy rows ...

@@ -62,6 +62,39 @@ def test_a_share_of_short_rows_keeps_the_early_alphabet():
     assert int(b.short()[0].max()) < 64
 
 
+def test_reused_spans_repeat_tokens_only_after_the_pure_copy_phase_and_at_their_share():
+    b = batches(span_reuse=0.5, short_pure=10, short_batch=400)
+
+    def spans(x, m) -> list[list[int]]:  # each row's span: its tokens up to the first scored target
+        return [row[: mask.index(True) + 1] for row, mask in zip(x.tolist(), m.tolist(), strict=True)]
+
+    b.at_step(9)  # the pure copy phase: every span of distinct ids, as without the knob
+    x, _, m = b.short()
+    assert all(len(set(s)) == len(s) for s in spans(x, m))
+    b.at_step(10)
+    x, y, m = b.short()
+    reused = [s for s in spans(x, m) if len(set(s)) < len(s)]
+    assert all(len(set(s)) <= max(2, len(s) // 2) for s in reused)  # from half as many ids as it is long
+    assert 0.4 < len(reused) / 400 < 0.6
+    for row_x, row_y, row_m, span in zip(x.tolist(), y.tolist(), m.tolist(), spans(x, m), strict=True):
+        n = len(span)  # the loss is still only on the repeats, each the token one span earlier
+        assert all(row_y[t] == row_x[t + 1 - n] for t, scored in enumerate(row_m) if scored)
+
+
+def test_copy_episodes_reuse_tokens_in_their_random_spans_too():
+    def episodes(**knobs) -> list[list[int]]:
+        b = batches(short_pure=0, random_span_share=1.0, batch=16, **knobs)
+        x, _, _ = b.get(1.0)
+        return [
+            [t for t, e in zip(r, ep, strict=True) if e]
+            for r, ep in zip(x.tolist(), b.episode_positions.tolist(), strict=True)
+        ]
+
+    # A span of L from L // 2 ids shown 2-3 times: under a third of the episode's tokens are distinct
+    assert all(3 * len(set(e)) < len(e) for e in episodes(span_reuse=1.0))
+    assert not any(3 * len(set(e)) < len(e) for e in episodes())  # distinct ids: half or more
+
+
 def test_toy_runs_and_reports_the_held_out_copy_loss():
     from training.toy import run
 

@@ -74,6 +74,12 @@ def test_card_states_the_copy_curriculum_as_the_recipe_ran_it():
     assert "From step" not in plain
     late = short_text(asdict(Recipe(short_steps=4200, short_every=3, short_late_from=2800)))
     assert "one step in 3 trains" in late and "From step 2800 on, one step in 2 trains on them." in late
+    assert "with repeats" not in plain
+    reuse = short_text(asdict(Recipe(span_reuse=0.5)))
+    assert (
+        "From step 300 on, 50% of the random spans (short rows and copy episodes alike) drew their tokens"
+        in reuse
+    )
 
 
 def test_the_card_names_each_training_only_knob_the_recipe_used_and_no_other():

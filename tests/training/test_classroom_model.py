@@ -71,7 +71,7 @@ def test_the_twins_share_tokenizer_size_and_recipe():
              "no_position": False, "hint_dropout": 0.0, "copy_dropout": 0.0, "copy_dropout_layer": 1,
              "invented_name_share": 0.0, "short_late_from": 0, "short_late_every": 2,
              "copy_free_layer0_steps": 0, "qkv_bias": False,
-             "copy_free_text": False}  # fmt: skip
+             "copy_free_text": False, "span_reuse": 0.0}  # fmt: skip
     assert all(getattr(Recipe(), k) == v for k, v in added.items())
     ra, rb = ({**added, **read_figures(m.card)["training"]["recipe"]} for m in (a, b))
     differ = {k for k in ra if ra[k] != rb[k]}
