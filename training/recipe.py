@@ -54,9 +54,7 @@ class Recipe:
     # (so the circuit found there stays useful while the wider alphabet is learnt)
     packed: bool = False  # many episodes per row; False: one episode per row, real text around it
     random_span_share: float = 0.75  # of copy episodes: random tokens; the rest repeat real text
-    span_reuse: float = (
-        0.0  # of random spans after the first short_pure steps: tokens drawn with repeats from
-    )
+    span_reuse: float = 0.0  # of random spans after short_pure steps: tokens drawn with repeats from
     # an alphabet half the span's length, so a token recurs with different successors and the copier must match
     # the last two or three tokens, not one: a head that reads a fixed few positions back, whatever the tokens,
     # is then worth learning (the atlas's local role asks for that on random tokens)
@@ -91,9 +89,19 @@ class Recipe:
 # head is knocked out on half the rows after the hint, so an unhinted head learns the previous token; and short
 # copy rows of 64 tokens on every other step to the last make the four induction heads copy strongly enough
 # for the made-up names (with short rows only to step 500, four heads never put "Zorbin"'s surname first:
-# sessions 13-19). 2600 steps: 38 min on one thread while another run had the other core.
+# sessions 13-19). Session 29 (try 53): from step 600 layer 0's free heads learn from the copy rows too, and half
+# the random spans recur tokens, so copying needs the last two or three tokens and two of those heads learn to
+# read two and three back on any text (the atlas's local role). 2600 steps: 43 min on one thread while another
+# run had the other core.
 CLASSROOM = Recipe(
-    invented_name_share=0.1, copy_free_heads=4, hint_dropout=0.5, short_seq=64, short_steps=2600, steps=2600
+    invented_name_share=0.1,
+    copy_free_heads=4,
+    hint_dropout=0.5,
+    short_seq=64,
+    short_steps=2600,
+    steps=2600,
+    copy_free_layer0_steps=600,
+    span_reuse=0.5,
 )
 
 RECIPES = {

@@ -76,11 +76,12 @@ def test_the_twins_share_tokenizer_size_and_recipe():
     ra, rb = ({**added, **read_figures(m.card)["training"]["recipe"]} for m in (a, b))
     differ = {k for k in ra if ra[k] != rb[k]}
     # The block, the hint (with its dropout) and each model's copy curriculum differ (the cards say why: the
-    # twin's heads form with no help, the Llama-style model's copy-free heads keep layer 1 half induction);
-    # the corpus, mixture, copy rows, seed, size and tokenizer are the same.
+    # twin's heads form with no help, the Llama-style model's copy-free heads keep layer 1 half induction and
+    # its spans with recurring tokens teach layer 0 to read two and three back); the corpus, mixture, copy
+    # rows' places and lengths, seed, size and tokenizer are the same.
     curriculum = {"lr", "short_seq", "short_steps", "short_every", "short_late_from", "short_late_every", "steps",
                   "early_span_vocab", "early_span_steps", "span_double_every", "early_span_keep",
-                  "copy_free_heads", "copy_free_layer0_steps"}  # fmt: skip
+                  "copy_free_heads", "copy_free_layer0_steps", "span_reuse"}  # fmt: skip
     assert differ <= {"name", "arch", "n_kv_head", "d_ff", "hint_steps", "hint_dropout"} | curriculum, differ
     assert rb["hint_steps"] == 0 and ra == vars(RECIPES["classroom"])
     assert rb == vars(RECIPES["classroom-gpt2"])
